@@ -1,0 +1,149 @@
+#include "taskyon/registry/manifest.h"
+
+#include <array>
+#include <fmt/format.h>
+
+#include "taskyon/registry/schema.h"
+
+namespace taskyon::registry {
+namespace {
+
+constexpr std::array<std::string_view, 9> kKnownFields = {
+    "name", "description", "parameters", "execution", "runtime",
+    "code", "native",      "service",    "capabilities"};
+
+Result<std::string> required_string(const json::Value& d, std::string_view field) {
+  const std::string key(field);
+  const std::string where = "/" + key;
+  if (!d.contains(key)) return fail(Errc::invalid_manifest, fmt::format("missing required field \"{}\"", field), where);
+  if (!d[key].is_string()) return fail(Errc::invalid_manifest, fmt::format("\"{}\" must be a string", field), where);
+  return d[key].get<std::string>();
+}
+
+Result<void> forbid(const json::Value& d, std::string_view field, std::string_view execution) {
+  if (d.contains(std::string(field)))
+    return fail(Errc::invalid_manifest,
+                fmt::format("\"{}\" is not allowed for execution \"{}\"", field, execution),
+                "/" + std::string(field));
+  return {};
+}
+
+Result<Execution> parse_execution(const json::Value& d) {
+  auto s = required_string(d, "execution");
+  if (!s) return std::unexpected(s.error());
+  if (*s == "sandboxed-code") return Execution::sandboxed_code;
+  if (*s == "trusted-native") return Execution::trusted_native;
+  if (*s == "external-service") return Execution::external_service;
+  return fail(Errc::invalid_manifest,
+              fmt::format("unknown execution \"{}\" (expected \"sandboxed-code\", \"trusted-native\" or "
+                          "\"external-service\")", *s),
+              "/execution");
+}
+
+Result<void> parse_class_fields(const json::Value& d, Manifest& m) {
+  const auto exec = execution_name(m.execution);
+  switch (m.execution) {
+    case Execution::sandboxed_code: {
+      auto runtime = required_string(d, "runtime");
+      if (!runtime) return std::unexpected(runtime.error());
+      if (*runtime != "javascript")
+        return fail(Errc::invalid_manifest,
+                    fmt::format("unknown runtime \"{}\" (sandboxed code runs \"javascript\")", *runtime), "/runtime");
+      auto code = required_string(d, "code");
+      if (!code) return std::unexpected(code.error());
+      if (code->find_first_not_of(" \t\r\n") == std::string::npos)
+        return fail(Errc::invalid_manifest, "\"code\" is empty (expected a JavaScript function expression)", "/code");
+      if (code->size() > kMaxCodeBytes)
+        return fail(Errc::invalid_manifest,
+                    fmt::format("\"code\" is {} bytes; the limit is {} bytes", code->size(), kMaxCodeBytes), "/code");
+      m.runtime = *runtime;
+      m.code = *code;
+      for (auto f : {"native", "service"})
+        if (auto r = forbid(d, f, exec); !r) return r;
+      return {};
+    }
+    case Execution::trusted_native: {
+      auto native = required_string(d, "native");
+      if (!native) return std::unexpected(native.error());
+      if (native->empty()) return fail(Errc::invalid_manifest, "\"native\" is empty (expected a native function id)", "/native");
+      m.native = *native;
+      for (auto f : {"runtime", "code", "service"})
+        if (auto r = forbid(d, f, exec); !r) return r;
+      return {};
+    }
+    case Execution::external_service: {
+      if (!d.contains("service"))
+        return fail(Errc::invalid_manifest, "missing required field \"service\" for execution \"external-service\"", "/service");
+      if (!d["service"].is_object())
+        return fail(Errc::invalid_manifest, "\"service\" must be an object describing where the implementation lives", "/service");
+      m.service = d["service"];
+      for (auto f : {"runtime", "code", "native"})
+        if (auto r = forbid(d, f, exec); !r) return r;
+      return {};
+    }
+  }
+  return fail(Errc::internal, "unhandled execution class");
+}
+
+}  // namespace
+
+std::string_view execution_name(Execution execution) {
+  switch (execution) {
+    case Execution::sandboxed_code: return "sandboxed-code";
+    case Execution::trusted_native: return "trusted-native";
+    case Execution::external_service: return "external-service";
+  }
+  return "sandboxed-code";
+}
+
+bool is_valid_tool_name(std::string_view name) {
+  if (name.empty() || name.size() > 64) return false;
+  for (char c : name) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+Result<Manifest> parse_manifest(const json::Value& d) {
+  if (!d.is_object()) return fail(Errc::invalid_manifest, "a tool definition must be a JSON object", "");
+  for (const auto& [key, _] : d.items()) {
+    bool known = false;
+    for (auto k : kKnownFields) known = known || key == k;
+    if (!known) return fail(Errc::invalid_manifest, fmt::format("unknown field \"{}\"", key), "/" + key);
+  }
+  Manifest m;
+  auto name = required_string(d, "name");
+  if (!name) return std::unexpected(name.error());
+  if (!is_valid_tool_name(*name))
+    return fail(Errc::invalid_manifest,
+                fmt::format("name \"{}\" must match ^[a-zA-Z0-9_-]{{1,64}}$", *name), "/name");
+  m.name = *name;
+
+  auto description = required_string(d, "description");
+  if (!description) return std::unexpected(description.error());
+  m.description = *description;
+
+  if (!d.contains("parameters"))
+    return fail(Errc::invalid_manifest, "missing required field \"parameters\" (a JSON Schema object for the arguments)",
+                "/parameters");
+  if (auto r = check_parameters_schema(d["parameters"]); !r) return std::unexpected(r.error());
+  m.parameters = d["parameters"];
+
+  auto execution = parse_execution(d);
+  if (!execution) return std::unexpected(execution.error());
+  m.execution = *execution;
+  if (auto r = parse_class_fields(d, m); !r) return std::unexpected(r.error());
+
+  if (d.contains("capabilities")) {
+    if (!d["capabilities"].is_object())
+      return fail(Errc::invalid_manifest, "\"capabilities\" must be an object", "/capabilities");
+    m.capabilities = d["capabilities"];
+  }
+  m.definition = d;
+  return m;
+}
+
+Result<std::string> revision_id(const Manifest& manifest) { return json::content_id_of(manifest.definition); }
+
+}  // namespace taskyon::registry

@@ -1,0 +1,53 @@
+// Tool definitions (manifests), DESIGN §3. A manifest is a JSON object; its
+// revision id is the content address of its RFC 8785 canonical form (R1).
+//
+// Fields: name (^[a-zA-Z0-9_-]{1,64}$, what model providers accept),
+// description (string), parameters (JSON Schema object with "type":"object"),
+// execution ("sandboxed-code" | "trusted-native" | "external-service"),
+// runtime ("javascript", sandboxed code only), code (JS function expression,
+// sandboxed code only, at most kMaxCodeBytes), native (native function id,
+// trusted-native only), service (object, external-service only), capabilities
+// (object; a request, never a grant). Unknown fields are refused so that a
+// typo can never pass for a different meaning.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include "taskyon/base/error.h"
+#include "taskyon/json/json.h"
+
+namespace taskyon::registry {
+
+enum class Execution { sandboxed_code, trusted_native, external_service };
+
+// "sandboxed-code", "trusted-native", "external-service".
+std::string_view execution_name(Execution execution);
+
+inline constexpr std::size_t kMaxCodeBytes = 1u << 20;  // manifest `code`, bytes
+
+struct Manifest {
+  std::string name;
+  std::string description;
+  json::Value parameters;    // a JSON Schema object
+  Execution execution = Execution::sandboxed_code;
+  std::string runtime;       // sandboxed code: "javascript"
+  std::string code;          // sandboxed code
+  std::string native;        // trusted native
+  json::Value service;       // external service (object), else null
+  json::Value capabilities;  // object, or null when absent
+  json::Value definition;    // the whole manifest as given (what is hashed)
+};
+
+// Validates a manifest. Errc::invalid_manifest with `where` the JSON pointer of
+// the offending field (e.g. "/parameters") and a message naming the rule.
+Result<Manifest> parse_manifest(const json::Value& definition);
+
+// The revision id of a manifest: content_id_of(definition) (DESIGN §2).
+Result<std::string> revision_id(const Manifest& manifest);
+
+// True if `name` matches ^[a-zA-Z0-9_-]{1,64}$.
+bool is_valid_tool_name(std::string_view name);
+
+}  // namespace taskyon::registry
