@@ -1,0 +1,86 @@
+#include "taskyon/store/schema.h"
+
+#include <array>
+#include <string_view>
+
+#include <fmt/format.h>
+
+namespace taskyon::store {
+namespace {
+
+constexpr std::string_view kMigration1 = R"sql(
+CREATE TABLE revisions (
+  id          TEXT PRIMARY KEY CHECK (id GLOB 'sha256:*' AND length(id) = 71),
+  name        TEXT NOT NULL,
+  execution   TEXT NOT NULL CHECK (execution IN ('sandboxed-code', 'trusted-native', 'external-service')),
+  definition  TEXT NOT NULL,  -- RFC 8785 canonical JSON; id = sha256 over these bytes
+  created_at  TEXT NOT NULL
+);
+CREATE INDEX revisions_by_name ON revisions(name);
+
+CREATE TABLE bindings (
+  seq          INTEGER PRIMARY KEY AUTOINCREMENT,
+  name         TEXT NOT NULL,
+  revision     TEXT NOT NULL REFERENCES revisions(id),
+  activated_at TEXT NOT NULL
+);
+CREATE INDEX bindings_by_name ON bindings(name, seq);
+
+CREATE TABLE tasks (
+  id                TEXT PRIMARY KEY CHECK (id GLOB 'sha256:*' AND length(id) = 71),
+  parent_id         TEXT REFERENCES tasks(id),
+  role              TEXT NOT NULL CHECK (role IN ('system', 'user', 'assistant', 'tool')),
+  kind              TEXT NOT NULL CHECK (kind IN ('message', 'functionCall', 'toolResult', 'toolDefinition')),
+  content           TEXT NOT NULL,  -- RFC 8785 canonical JSON
+  state             TEXT NOT NULL CHECK (state IN ('Open', 'Queued', 'In Progress', 'Completed', 'Cancelled', 'Error')),
+  tool_revision     TEXT,
+  settings_revision TEXT,
+  created_at        TEXT NOT NULL
+);
+CREATE INDEX tasks_by_parent ON tasks(parent_id);
+
+CREATE TRIGGER revisions_no_update BEFORE UPDATE ON revisions
+BEGIN SELECT RAISE(ABORT, 'R2: stored revisions are immutable'); END;
+CREATE TRIGGER revisions_no_delete BEFORE DELETE ON revisions
+BEGIN SELECT RAISE(ABORT, 'R2: stored revisions are immutable'); END;
+CREATE TRIGGER bindings_no_update BEFORE UPDATE ON bindings
+BEGIN SELECT RAISE(ABORT, 'R3: binding history is append-only'); END;
+CREATE TRIGGER bindings_no_delete BEFORE DELETE ON bindings
+BEGIN SELECT RAISE(ABORT, 'R3: binding history is append-only'); END;
+CREATE TRIGGER bindings_same_name BEFORE INSERT ON bindings
+WHEN (SELECT name FROM revisions WHERE id = NEW.revision) IS NOT NEW.name
+BEGIN SELECT RAISE(ABORT, 'R3: a binding must name a revision of the same tool name'); END;
+CREATE TRIGGER tasks_no_update BEFORE UPDATE ON tasks
+BEGIN SELECT RAISE(ABORT, 'T4: stored tasks are immutable'); END;
+CREATE TRIGGER tasks_no_delete BEFORE DELETE ON tasks
+BEGIN SELECT RAISE(ABORT, 'T4: stored tasks are immutable'); END;
+CREATE TRIGGER tasks_call_pinned BEFORE INSERT ON tasks
+WHEN NEW.kind = 'functionCall' AND NEW.state = 'Completed' AND NEW.tool_revision IS NULL
+BEGIN SELECT RAISE(ABORT, 'T3: a completed function call must be pinned to a tool revision'); END;
+)sql";
+
+constexpr std::array<std::string_view, kSchemaVersion> kMigrations = {kMigration1};
+
+}  // namespace
+
+Result<void> migrate(sql::Database& db) {
+  auto stmt = db.prepare("PRAGMA user_version");
+  if (!stmt) return std::unexpected(stmt.error());
+  auto row = stmt->step();
+  if (!row) return std::unexpected(row.error());
+  const auto version = static_cast<int>(stmt->integer(0));
+  if (version > kSchemaVersion)
+    return fail(Errc::store, fmt::format("database schema version {} is newer than this tycli knows ({}); "
+                                         "use a newer tycli",
+                                         version, kSchemaVersion));
+  for (int v = version; v < kSchemaVersion; ++v) {
+    auto tx = sql::Transaction::begin(db);
+    if (!tx) return std::unexpected(tx.error());
+    if (auto r = db.exec(kMigrations[static_cast<std::size_t>(v)]); !r) return r;
+    if (auto r = db.exec(fmt::format("PRAGMA user_version = {}", v + 1)); !r) return r;
+    if (auto r = tx->commit(); !r) return r;
+  }
+  return {};
+}
+
+}  // namespace taskyon::store

@@ -1,0 +1,22 @@
+// The store's schema, as numbered migrations. A shipped migration is never
+// edited; a change is a new migration. PRAGMA user_version holds the number of
+// migrations applied. The database itself enforces the invariants (triggers),
+// so a caller that bypasses the Store API cannot break them:
+//   R2  revisions and bindings are append-only (no UPDATE, no DELETE)
+//   R3  a binding names a revision of the same name
+//   T3  a function call in state Completed has a tool revision
+//   T4  tasks are append-only (ids are content hashes; the API checks them)
+#pragma once
+
+#include "taskyon/base/error.h"
+#include "taskyon/store/sqlite.h"
+
+namespace taskyon::store {
+
+inline constexpr int kSchemaVersion = 1;
+
+// Brings the database to kSchemaVersion, each step in its own transaction.
+// Errc::store if the file has a newer schema than this build knows.
+Result<void> migrate(sql::Database& db);
+
+}  // namespace taskyon::store

@@ -1,0 +1,255 @@
+#include "taskyon/store/store.h"
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+
+#include <fmt/chrono.h>
+#include <fmt/format.h>
+
+#include "taskyon/json/json.h"
+#include "taskyon/store/clock.h"
+#include "taskyon/store/schema.h"
+
+namespace taskyon::store {
+namespace {
+
+bool is_hex(std::string_view s) {
+  return !s.empty() && s.find_first_not_of("0123456789abcdef") == std::string_view::npos;
+}
+
+// "sha256:<hex>" or "<hex>" -> the hex part, if it is one.
+std::optional<std::string_view> hex_part(std::string_view ref) {
+  if (ref.starts_with("sha256:")) ref.remove_prefix(7);
+  if (is_hex(ref) && ref.size() <= 64) return ref;
+  return std::nullopt;
+}
+
+Result<RevisionRecord> load_revision(sql::Statement& stmt) {
+  RevisionRecord r{stmt.text(0), stmt.text(1), stmt.text(2), stmt.text(3), {}};
+  // R2: the row must still hash to its id, and still be a valid manifest.
+  if (json::content_id(r.definition) != r.id)
+    return fail(Errc::integrity,
+                fmt::format("revision {} is tampered: its stored definition no longer hashes to its id", r.id), r.id);
+  auto value = json::parse(r.definition);
+  if (!value) return fail(Errc::integrity, fmt::format("revision {} is tampered: {}", r.id, value.error().message), r.id);
+  auto manifest = registry::parse_manifest(*value);
+  if (!manifest)
+    return fail(Errc::integrity, fmt::format("revision {} is not a valid manifest: {}", r.id, manifest.error().describe()),
+                r.id);
+  if (manifest->name != r.name)
+    return fail(Errc::integrity, fmt::format("revision {} is tampered: stored name differs from its definition", r.id),
+                r.id);
+  r.manifest = std::move(*manifest);
+  return r;
+}
+
+}  // namespace
+
+Result<std::string> default_db_path() {
+  namespace fs = std::filesystem;
+  fs::path home;
+  if (const char* t = std::getenv("TASKYON_HOME"); t && *t) {
+    home = t;
+  } else if (const char* x = std::getenv("XDG_DATA_HOME"); x && *x) {
+    home = fs::path(x) / "taskyon";
+  } else if (const char* h = std::getenv("HOME"); h && *h) {
+    home = fs::path(h) / ".local" / "share" / "taskyon";
+  } else {
+    return fail(Errc::io, "cannot find a data directory: set TASKYON_HOME, XDG_DATA_HOME or HOME, or pass --db PATH");
+  }
+  return (home / "taskyon.db").string();
+}
+
+std::string empty_settings_revision() { return json::content_id("{}"); }
+
+Result<Store> Store::open(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const auto parent = fs::path(path).parent_path();
+  if (!parent.empty() && !fs::exists(parent, ec)) {
+    fs::create_directories(parent, ec);
+    if (ec) return fail(Errc::io, fmt::format("cannot create directory: {}", ec.message()), parent.string());
+    fs::permissions(parent, fs::perms::owner_all, ec);
+  }
+  auto db = sql::Database::open(path);
+  if (!db) return std::unexpected(db.error());
+  for (auto pragma : {"PRAGMA journal_mode = WAL", "PRAGMA foreign_keys = ON", "PRAGMA synchronous = NORMAL"}) {
+    auto stmt = db->prepare(pragma);
+    if (!stmt) return std::unexpected(stmt.error());
+    if (auto r = stmt->run(); !r) return std::unexpected(Error{r.error().code, r.error().message, path});
+  }
+  if (auto r = migrate(*db); !r) return std::unexpected(Error{r.error().code, r.error().message, path});
+  return Store(std::move(*db));
+}
+
+Result<InstallResult> Store::install(const registry::Manifest& manifest, Activate activate) {
+  auto canonical = json::canonicalize(manifest.definition);
+  if (!canonical) return std::unexpected(canonical.error());
+  InstallResult result{json::content_id(*canonical), manifest.name, false, false, std::nullopt};
+
+  auto tx = sql::Transaction::begin(db_);
+  if (!tx) return std::unexpected(tx.error());
+  auto insert = db_.prepare(
+      "INSERT INTO revisions(id, name, execution, definition, created_at) VALUES (?1, ?2, ?3, ?4, ?5) "
+      "ON CONFLICT(id) DO NOTHING");
+  if (!insert) return std::unexpected(insert.error());
+  insert->bind(1, result.id).bind(2, manifest.name).bind(3, registry::execution_name(manifest.execution));
+  insert->bind(4, *canonical).bind(5, now_iso8601());
+  if (auto r = insert->run(); !r) return std::unexpected(r.error());
+  result.created = db_.changes() == 1;
+
+  auto current = active(manifest.name);
+  if (!current) return std::unexpected(current.error());
+  const bool bind = activate == Activate::always ? (!*current || (*current)->revision != result.id) : !*current;
+  if (bind) {
+    auto b = db_.prepare("INSERT INTO bindings(name, revision, activated_at) VALUES (?1, ?2, ?3)");
+    if (!b) return std::unexpected(b.error());
+    b->bind(1, manifest.name).bind(2, result.id).bind(3, now_iso8601());
+    if (auto r = b->run(); !r) return std::unexpected(r.error());
+    result.activated = true;
+    result.active = result.id;
+  } else if (*current) {
+    result.active = (*current)->revision;
+  }
+  if (auto r = tx->commit(); !r) return std::unexpected(r.error());
+  return result;
+}
+
+Result<Binding> Store::activate(std::string_view name, std::string_view revision_ref) {
+  auto rev = resolve(revision_ref);
+  if (!rev) return std::unexpected(rev.error());
+  if (rev->name != name)
+    return fail(Errc::bad_usage,
+                fmt::format("revision {} is a revision of \"{}\", not of \"{}\"", rev->id, rev->name, name), rev->id);
+  auto stmt = db_.prepare("INSERT INTO bindings(name, revision, activated_at) VALUES (?1, ?2, ?3) RETURNING seq, activated_at");
+  if (!stmt) return std::unexpected(stmt.error());
+  stmt->bind(1, name).bind(2, rev->id).bind(3, now_iso8601());
+  auto row = stmt->step();
+  if (!row) return std::unexpected(row.error());
+  return Binding{stmt->integer(0), std::string(name), rev->id, stmt->text(1)};
+}
+
+Result<std::string> Store::expand_prefix(std::string_view table, std::string_view ref) {
+  auto hex = hex_part(ref);
+  if (!hex) return fail(Errc::not_found, fmt::format("\"{}\" is not a revision id or prefix", ref), std::string(ref));
+  if (hex->size() < 12)
+    return fail(Errc::bad_usage,
+                fmt::format("prefix \"{}\" is too short: give at least 12 hex digits", ref), std::string(ref));
+  const std::string lo = "sha256:" + std::string(*hex);
+  auto stmt = db_.prepare(fmt::format("SELECT id FROM {} WHERE id >= ?1 AND id < ?2 ORDER BY id LIMIT 11", table));
+  if (!stmt) return std::unexpected(stmt.error());
+  stmt->bind(1, lo).bind(2, lo + "\x7f");
+  std::vector<std::string> ids;
+  for (;;) {
+    auto row = stmt->step();
+    if (!row) return std::unexpected(row.error());
+    if (!*row) break;
+    ids.push_back(stmt->text(0));
+  }
+  if (ids.empty()) return fail(Errc::not_found, fmt::format("no {} matches \"{}\"", table == "tasks" ? "task" : "revision", ref), std::string(ref));
+  if (ids.size() > 1) {
+    std::string list;
+    for (const auto& id : ids) list += "\n  " + id;
+    return fail(Errc::ambiguous, fmt::format("\"{}\" matches several ids; give more digits:{}", ref, list), std::string(ref));
+  }
+  return ids.front();
+}
+
+Result<RevisionRecord> Store::revision(std::string_view id) {
+  auto stmt = db_.prepare("SELECT id, name, definition, created_at FROM revisions WHERE id = ?1");
+  if (!stmt) return std::unexpected(stmt.error());
+  stmt->bind(1, id);
+  auto row = stmt->step();
+  if (!row) return std::unexpected(row.error());
+  if (!*row) return fail(Errc::not_found, fmt::format("no revision {}", id), std::string(id));
+  return load_revision(*stmt);
+}
+
+Result<RevisionRecord> Store::resolve(std::string_view ref) {
+  if (json::is_content_id(ref)) return revision(ref);
+  std::optional<Binding> bound;
+  if (registry::is_valid_tool_name(ref)) {
+    auto b = active(ref);
+    if (!b) return std::unexpected(b.error());
+    bound = *b;
+  }
+  const bool prefix_like = hex_part(ref).has_value() && hex_part(ref)->size() >= 12;
+  if (bound && prefix_like) {
+    auto other = expand_prefix("revisions", ref);
+    if (other && *other != bound->revision)
+      return fail(Errc::ambiguous,
+                  fmt::format("\"{}\" is both a tool name (active {}) and a prefix of {}; write the full id or "
+                              "\"sha256:\" before the prefix",
+                              ref, bound->revision, *other),
+                  std::string(ref));
+  }
+  if (bound) return revision(bound->revision);
+  if (hex_part(ref)) {
+    auto id = expand_prefix("revisions", ref);
+    if (!id) return std::unexpected(id.error());
+    return revision(*id);
+  }
+  return fail(Errc::not_found, fmt::format("no tool named \"{}\" (see `tycli tool list`)", ref), std::string(ref));
+}
+
+Result<std::optional<Binding>> Store::active(std::string_view name) {
+  auto stmt = db_.prepare(
+      "SELECT seq, name, revision, activated_at FROM bindings WHERE name = ?1 ORDER BY seq DESC LIMIT 1");
+  if (!stmt) return std::unexpected(stmt.error());
+  stmt->bind(1, name);
+  auto row = stmt->step();
+  if (!row) return std::unexpected(row.error());
+  if (!*row) return std::optional<Binding>();
+  return std::optional<Binding>(Binding{stmt->integer(0), stmt->text(1), stmt->text(2), stmt->text(3)});
+}
+
+Result<std::vector<Binding>> Store::history(std::string_view name) {
+  auto stmt = db_.prepare("SELECT seq, name, revision, activated_at FROM bindings WHERE name = ?1 ORDER BY seq");
+  if (!stmt) return std::unexpected(stmt.error());
+  stmt->bind(1, name);
+  std::vector<Binding> out;
+  for (;;) {
+    auto row = stmt->step();
+    if (!row) return std::unexpected(row.error());
+    if (!*row) break;
+    out.push_back({stmt->integer(0), stmt->text(1), stmt->text(2), stmt->text(3)});
+  }
+  if (out.empty()) {
+    auto any = db_.prepare("SELECT 1 FROM revisions WHERE name = ?1 LIMIT 1");
+    if (!any) return std::unexpected(any.error());
+    any->bind(1, name);
+    auto row = any->step();
+    if (!row) return std::unexpected(row.error());
+    if (!*row) return fail(Errc::not_found, fmt::format("no tool named \"{}\"", name), std::string(name));
+  }
+  return out;
+}
+
+Result<std::vector<ToolSummary>> Store::tools() {
+  auto stmt = db_.prepare(
+      "SELECT r.name, COUNT(*), "
+      "  (SELECT b.revision FROM bindings b WHERE b.name = r.name ORDER BY b.seq DESC LIMIT 1) "
+      "FROM revisions r GROUP BY r.name ORDER BY r.name");
+  if (!stmt) return std::unexpected(stmt.error());
+  std::vector<ToolSummary> out;
+  for (;;) {
+    auto row = stmt->step();
+    if (!row) return std::unexpected(row.error());
+    if (!*row) break;
+    out.push_back({stmt->text(0), stmt->optional_text(2).value_or(""), stmt->integer(1)});
+  }
+  return out;
+}
+
+tasks::ToolResolver Store::resolver() {
+  return [this](std::string_view ref) -> Result<tasks::ResolvedTool> {
+    auto rev = resolve(ref);
+    if (!rev) return std::unexpected(rev.error());
+    return tasks::ResolvedTool{rev->id, empty_settings_revision(), std::move(rev->manifest)};
+  };
+}
+
+}  // namespace taskyon::store

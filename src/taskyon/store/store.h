@@ -1,0 +1,99 @@
+// The persistent store: tool revisions, name bindings with their history, and
+// tasks, in one SQLite file (WAL mode). Every row read back is verified against
+// its content address; a row edited behind the store's back is reported as
+// Errc::integrity ("tampered"), never used (R2).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "taskyon/base/error.h"
+#include "taskyon/registry/manifest.h"
+#include "taskyon/store/sqlite.h"
+#include "taskyon/tasks/compiler.h"
+#include "taskyon/tasks/task.h"
+
+namespace taskyon::store {
+
+struct RevisionRecord {
+  std::string id;          // "sha256:…"
+  std::string name;
+  std::string definition;  // RFC 8785 canonical JSON (the hashed bytes)
+  std::string created_at;  // ISO 8601 UTC, ms
+  registry::Manifest manifest;
+};
+
+struct Binding {
+  std::int64_t seq = 0;      // order of activation, increasing
+  std::string name;
+  std::string revision;
+  std::string activated_at;  // ISO 8601 UTC, ms
+};
+
+struct ToolSummary {
+  std::string name;
+  std::string active_revision;
+  std::int64_t revisions = 0;  // revisions stored under the name
+};
+
+struct InstallResult {
+  std::string id;
+  std::string name;
+  bool created = false;    // false: the revision was already stored (install is idempotent)
+  bool activated = false;  // the name now points to this revision because of this install
+  std::optional<std::string> active;  // the name's active revision after the install
+};
+
+enum class Activate { if_unbound, always };
+
+// $TASKYON_HOME/taskyon.db; TASKYON_HOME defaults to $XDG_DATA_HOME/taskyon,
+// else ~/.local/share/taskyon. Errc::io if HOME is unset too.
+Result<std::string> default_db_path();
+
+// The settings revision of a tool without settings: content id of "{}".
+std::string empty_settings_revision();
+
+class Store {
+ public:
+  // Opens (creating if absent, with parent directories) and migrates.
+  static Result<Store> open(const std::string& path);
+
+  // Stores a validated manifest as a revision (idempotent by content) and, by
+  // default, activates it when its name has no binding yet.
+  Result<InstallResult> install(const registry::Manifest& manifest, Activate activate = Activate::if_unbound);
+
+  // Points `name` at `revision` (R3: only the binding changes). The revision
+  // must be stored under that name (Errc::bad_usage otherwise).
+  Result<Binding> activate(std::string_view name, std::string_view revision_ref);
+
+  // Lookup by name (active binding), full id, or unique prefix of >= 12 hex
+  // digits, with or without "sha256:" (R4). Errc::not_found, Errc::ambiguous
+  // (the message lists the candidates), Errc::integrity if tampered.
+  Result<RevisionRecord> resolve(std::string_view ref);
+  Result<RevisionRecord> revision(std::string_view id);
+  Result<std::optional<Binding>> active(std::string_view name);
+  Result<std::vector<Binding>> history(std::string_view name);
+  Result<std::vector<ToolSummary>> tools();
+
+  // A resolver for the compiler, pinning tool and settings revisions (T1).
+  tasks::ToolResolver resolver();
+
+  // Stores tasks in one transaction. Each must pass tasks::check_invariants
+  // (T3, T4); a task already stored under the same id is left as it is
+  // (ids are content addresses). The parent must be stored or in the batch.
+  Result<void> put_tasks(const std::vector<tasks::Task>& batch);
+  Result<tasks::Task> task(std::string_view id_or_prefix);
+  Result<std::vector<tasks::Task>> children(std::string_view id);
+
+  sql::Database& database() { return db_; }
+
+ private:
+  explicit Store(sql::Database db) : db_(std::move(db)) {}
+  Result<std::string> expand_prefix(std::string_view table, std::string_view ref);
+  sql::Database db_;
+};
+
+}  // namespace taskyon::store

@@ -1,0 +1,90 @@
+#include "taskyon/tasks/task.h"
+
+#include <array>
+#include <utility>
+
+#include <fmt/format.h>
+
+namespace taskyon::tasks {
+namespace {
+
+constexpr std::array<std::pair<Role, std::string_view>, 4> kRoles = {{
+    {Role::system, "system"}, {Role::user, "user"}, {Role::assistant, "assistant"}, {Role::tool, "tool"}}};
+
+constexpr std::array<std::pair<State, std::string_view>, 6> kStates = {{{State::open, "Open"},
+                                                                        {State::queued, "Queued"},
+                                                                        {State::in_progress, "In Progress"},
+                                                                        {State::completed, "Completed"},
+                                                                        {State::cancelled, "Cancelled"},
+                                                                        {State::error, "Error"}}};
+
+constexpr std::array<std::string_view, 4> kKinds = {"message", "functionCall", "toolResult", "toolDefinition"};
+
+}  // namespace
+
+std::string_view role_name(Role role) {
+  for (auto [r, n] : kRoles)
+    if (r == role) return n;
+  return "user";
+}
+
+std::string_view state_name(State state) {
+  for (auto [s, n] : kStates)
+    if (s == state) return n;
+  return "Open";
+}
+
+Result<Role> parse_role(std::string_view name) {
+  for (auto [r, n] : kRoles)
+    if (n == name) return r;
+  return fail(Errc::invalid_task, fmt::format("unknown role \"{}\" (expected system, user, assistant or tool)", name),
+              "/role");
+}
+
+Result<State> parse_state(std::string_view name) {
+  for (auto [s, n] : kStates)
+    if (n == name) return s;
+  return fail(Errc::invalid_task,
+              fmt::format("unknown state \"{}\" (expected Open, Queued, In Progress, Completed, Cancelled or Error)", name),
+              "/state");
+}
+
+Result<std::string> content_kind(const json::Value& content) {
+  if (!content.is_object() || content.size() != 1)
+    return fail(Errc::invalid_task, "task content must be an object with exactly one member naming its kind",
+                "/content");
+  const auto& key = content.begin().key();
+  for (auto k : kKinds)
+    if (k == key) return key;
+  return fail(Errc::invalid_task,
+              fmt::format("unknown content kind \"{}\" (expected message, functionCall, toolResult or toolDefinition)",
+                          key),
+              "/content/" + key);
+}
+
+json::Value identity(const Task& task) {
+  json::Value id = {{"role", role_name(task.role)}, {"content", task.content}};
+  if (task.parent_id) id["parentId"] = *task.parent_id;
+  if (task.tool_revision) id["toolRevision"] = *task.tool_revision;
+  if (task.settings_revision) id["settingsRevision"] = *task.settings_revision;
+  return id;
+}
+
+Result<std::string> compute_id(const Task& task) { return json::content_id_of(identity(task)); }
+
+Result<void> check_invariants(const Task& task) {
+  auto kind = content_kind(task.content);
+  if (!kind) return std::unexpected(kind.error());
+  if (*kind == "functionCall" && task.state == State::completed && !task.tool_revision)
+    return fail(Errc::invalid_task,
+                "T3: a completed function call must be pinned to a tool revision (toolRevision is missing)",
+                task.id);
+  auto id = compute_id(task);
+  if (!id) return std::unexpected(id.error());
+  if (*id != task.id)
+    return fail(Errc::integrity, fmt::format("T4: task id {} is not the hash of its content ({})", task.id, *id),
+                task.id);
+  return {};
+}
+
+}  // namespace taskyon::tasks

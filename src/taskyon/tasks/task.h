@@ -1,0 +1,59 @@
+// Tasks of the task tree (DESIGN §4). A task's id is the content address of
+// its identity: role, content, parent id and pinned revisions (T4), so a task
+// id fixes the whole chain above it, as a git commit id does.
+//
+// Identity (hashed, RFC 8785): {"role", "content", "parentId"?, "toolRevision"?,
+// "settingsRevision"?} with absent optionals left out. The state is an
+// execution record kept beside the identity, not part of it: a call's id is
+// known when it is compiled, before it runs.
+//
+// Content is a JSON object with exactly one member naming its kind:
+//   {"message": STRING}
+//   {"functionCall": {"name": STRING, "arguments": OBJECT}}
+//   {"toolResult": {"result": VALUE} | {"error": {"code": STRING, "message": STRING}},
+//                   plus "logs": [{"level": STRING, "text": STRING}, …]}
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "taskyon/base/error.h"
+#include "taskyon/json/json.h"
+
+namespace taskyon::tasks {
+
+enum class Role { system, user, assistant, tool };
+enum class State { open, queued, in_progress, completed, cancelled, error };
+
+std::string_view role_name(Role role);    // "system", "user", "assistant", "tool"
+std::string_view state_name(State state);  // "Open", "Queued", "In Progress", "Completed", "Cancelled", "Error"
+Result<Role> parse_role(std::string_view name);
+Result<State> parse_state(std::string_view name);
+
+struct Task {
+  std::string id;                              // "sha256:…" of the identity
+  std::optional<std::string> parent_id;
+  Role role = Role::user;
+  json::Value content;                         // see above
+  State state = State::open;
+  std::optional<std::string> tool_revision;    // function calls: pinned tool revision
+  std::optional<std::string> settings_revision;
+};
+
+// The content kind: "message", "functionCall", "toolResult", "toolDefinition", or
+// Errc::invalid_task if content is not an object with exactly one known member.
+Result<std::string> content_kind(const json::Value& content);
+
+// The hashed identity object of a task (see above).
+json::Value identity(const Task& task);
+
+// content_id_of(identity(task)).
+Result<std::string> compute_id(const Task& task);
+
+// The invariants persistence enforces: the id is the hash of the identity
+// (T4; Errc::integrity), and a function call in state Completed has a tool
+// revision (T3; Errc::invalid_task).
+Result<void> check_invariants(const Task& task);
+
+}  // namespace taskyon::tasks
