@@ -1,0 +1,12 @@
+// Code that runs inside a sandbox, compiled into the host at build time
+// (cmake/embed.cmake); it is never read from the source tree at run time.
+#pragma once
+
+#include <string_view>
+
+namespace taskyon::guest {
+
+// The Node harness, src/guest/node/bootstrap.js, byte for byte (UTF-8 text).
+std::string_view node_bootstrap();
+
+}  // namespace taskyon::guest

@@ -1,0 +1,265 @@
+#include "taskyon/sandbox/pool.h"
+
+#include <atomic>
+#include <exception>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "taskyon/sandbox/process.h"
+#include "taskyon/sandbox/protocol.h"
+#include "taskyon/sandbox/sandbox.h"
+
+namespace taskyon::sandbox {
+
+std::string_view status_name(Status status) {
+  switch (status) {
+    case Status::ok: return "ok";
+    case Status::tool_error: return "tool_error";
+    case Status::timeout: return "timeout";
+    case Status::crashed: return "crashed";
+    case Status::protocol_error: return "protocol_error";
+  }
+  return "protocol_error";
+}
+
+namespace {
+
+// One revision's retained sandbox and the mutex that serializes its calls (S2).
+struct Slot {
+  std::mutex call_mu;                // held for a whole call, start and load included
+  std::shared_ptr<Sandbox> sandbox;  // guarded by Pool::Impl::mu; null when none is live
+};
+
+// Why a sandbox is destroyed after a call that ended with `status`; empty: it is not.
+std::string failure_reason(Status status) {
+  switch (status) {
+    case Status::timeout: return "timeout";
+    case Status::crashed: return "crashed";
+    case Status::protocol_error: return "protocol_error";
+    default: return {};
+  }
+}
+
+}  // namespace
+
+struct Pool::Impl {
+  explicit Impl(RuntimeConfig c) : config(std::move(c)) {}
+
+  const RuntimeConfig config;
+  Launcher launcher;  // declared first, so it outlives every sandbox below
+  mutable std::mutex mu;
+  std::string node;  // resolved Node path, empty until found; guarded by mu
+  std::map<std::string, std::shared_ptr<Slot>, std::less<>> slots;  // guarded by mu
+  std::set<std::shared_ptr<Sandbox>> disposables;                   // guarded by mu
+  std::vector<Destruction> destructions;                            // guarded by mu
+  std::atomic<std::uint64_t> next_call_id{1};
+
+  Result<std::string> node_path() {
+    std::lock_guard lock(mu);
+    if (node.empty()) {
+      auto found = find_node(config.node_path);
+      if (!found) return found;
+      node = std::move(*found);
+    }
+    return node;
+  }
+
+  void record(const std::string& revision, std::string reason) {  // under mu
+    destructions.push_back(Destruction{revision, std::move(reason), std::chrono::system_clock::now()});
+  }
+
+  // Takes `sandbox` out of `slot` and records why, unless terminate() already
+  // did; kills it either way. Returns the reason that was recorded.
+  std::string retire(Slot& slot, const std::shared_ptr<Sandbox>& sandbox, std::string reason) {
+    {
+      std::lock_guard lock(mu);
+      if (slot.sandbox == sandbox) {
+        slot.sandbox.reset();
+        record(sandbox->revision(), reason);
+      } else if (auto killed = sandbox->killed_reason()) {
+        reason = *killed;
+      }
+    }
+    sandbox->kill(reason);
+    return reason;
+  }
+
+  // Loads the code into a fresh sandbox (when `fresh`) and runs the call.
+  // Sets outcome.destroyed to the reason the sandbox must go, if it must; the
+  // caller destroys it.
+  Result<CallOutcome> run(Sandbox& sandbox, bool fresh, const std::string& load_frame, std::uint64_t id,
+                          const std::string& call_frame, Deadline deadline) {
+    CallOutcome outcome;
+    outcome.fresh_sandbox = fresh;
+    if (fresh) {
+      Sandbox::Loaded loaded = sandbox.load(load_frame, deadline);
+      if (loaded.machinery) return std::unexpected(std::move(*loaded.machinery));
+      if (loaded.status != Status::ok) {
+        outcome.status = loaded.status;
+        outcome.error = std::move(loaded.error);
+        outcome.logs = std::move(loaded.logs);
+        outcome.destroyed = loaded.status == Status::tool_error ? "load_error" : failure_reason(loaded.status);
+        return outcome;
+      }
+    }
+    CallOutcome called = sandbox.call(id, call_frame, deadline);
+    called.fresh_sandbox = fresh;
+    if (std::string reason = failure_reason(called.status); !reason.empty()) called.destroyed = std::move(reason);
+    return called;
+  }
+
+  Result<CallOutcome> call_retained(const CallRequest& request, const std::string& node_exe,
+                                    const std::string& load_frame, std::uint64_t id,
+                                    const std::string& call_frame, Deadline deadline) {
+    std::shared_ptr<Slot> slot;
+    {
+      std::lock_guard lock(mu);
+      auto& entry = slots[request.tool.revision];
+      if (!entry) entry = std::make_shared<Slot>();
+      slot = entry;
+    }
+    std::lock_guard call_lock(slot->call_mu);
+    std::shared_ptr<Sandbox> sandbox;
+    {
+      std::lock_guard lock(mu);
+      sandbox = slot->sandbox;
+    }
+    if (sandbox) {
+      if (auto why = sandbox->idle_check()) {
+        retire(*slot, sandbox, *why);
+        sandbox.reset();
+      }
+    }
+    const bool fresh = !sandbox;
+    if (fresh) {
+      auto started = Sandbox::start(launcher, node_exe, config, request.tool.revision, Mode::retained);
+      if (!started) return std::unexpected(std::move(started.error()));
+      sandbox = std::move(*started);
+      std::lock_guard lock(mu);
+      slot->sandbox = sandbox;  // visible to terminate() and live() while it loads
+    }
+    auto outcome = run(*sandbox, fresh, load_frame, id, call_frame, deadline);
+    if (!outcome) {
+      retire(*slot, sandbox, "crashed");
+      return outcome;
+    }
+    if (outcome->destroyed) outcome->destroyed = retire(*slot, sandbox, *outcome->destroyed);
+    return outcome;
+  }
+
+  Result<CallOutcome> call_disposable(const CallRequest& request, const std::string& node_exe,
+                                      const std::string& load_frame, std::uint64_t id,
+                                      const std::string& call_frame, Deadline deadline) {
+    auto started = Sandbox::start(launcher, node_exe, config, request.tool.revision, Mode::disposable);
+    if (!started) return std::unexpected(std::move(started.error()));
+    std::shared_ptr<Sandbox> sandbox = std::move(*started);
+    {
+      std::lock_guard lock(mu);
+      disposables.insert(sandbox);
+    }
+    auto outcome = run(*sandbox, /*fresh=*/true, load_frame, id, call_frame, deadline);
+    std::string reason = outcome && outcome->destroyed ? *outcome->destroyed
+                         : outcome                     ? std::string("disposable")
+                                                       : std::string("crashed");
+    {
+      std::lock_guard lock(mu);
+      if (disposables.erase(sandbox) > 0) record(sandbox->revision(), reason);
+    }
+    sandbox->kill(reason);
+    if (outcome) outcome->destroyed = std::move(reason);
+    return outcome;
+  }
+};
+
+Pool::Pool(RuntimeConfig config) : impl_(std::make_unique<Impl>(std::move(config))) {}
+
+Pool::~Pool() {
+  std::vector<std::shared_ptr<Sandbox>> doomed;
+  {
+    std::lock_guard lock(impl_->mu);
+    for (auto& [revision, slot] : impl_->slots) {
+      if (!slot->sandbox) continue;
+      impl_->record(revision, "shutdown");
+      doomed.push_back(std::move(slot->sandbox));
+    }
+    for (const auto& sandbox : impl_->disposables) {
+      impl_->record(sandbox->revision(), "shutdown");
+      doomed.push_back(sandbox);
+    }
+    impl_->disposables.clear();
+  }
+  for (const auto& sandbox : doomed) sandbox->kill("shutdown");  // all signalled before any is reaped
+  doomed.clear();                                                 // reaped, directories removed
+}
+
+Result<CallOutcome> Pool::call(const CallRequest& request) {
+  try {
+    const auto started = Clock::now();
+    const Deadline deadline = started + request.timeout;
+    auto node = impl_->node_path();
+    if (!node) return std::unexpected(std::move(node.error()));
+    auto load_frame = protocol::encode_load(request.tool.code, impl_->config.max_frame_bytes);
+    if (!load_frame) return std::unexpected(std::move(load_frame.error()));
+    const std::uint64_t id = impl_->next_call_id.fetch_add(1);
+    auto call_frame = protocol::encode_call(id, request.args, impl_->config.max_frame_bytes);
+    if (!call_frame) return std::unexpected(std::move(call_frame.error()));
+
+    auto outcome = request.mode == Mode::disposable
+                       ? impl_->call_disposable(request, *node, *load_frame, id, *call_frame, deadline)
+                       : impl_->call_retained(request, *node, *load_frame, id, *call_frame, deadline);
+    if (!outcome) return outcome;
+    if (outcome->status == Status::timeout) {
+      outcome->error = fmt::format("the call ran past its timeout of {} ms", request.timeout.count());
+    }
+    outcome->duration = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started);
+    return outcome;
+  } catch (const std::exception& e) {
+    return fail(Errc::internal, fmt::format("sandbox call failed: {}", e.what()), request.tool.revision);
+  }
+}
+
+void Pool::terminate(std::string_view revision, std::string_view reason) {
+  std::shared_ptr<Sandbox> doomed;
+  {
+    std::lock_guard lock(impl_->mu);
+    auto it = impl_->slots.find(revision);
+    if (it == impl_->slots.end() || !it->second->sandbox) return;
+    doomed = std::move(it->second->sandbox);
+    impl_->record(doomed->revision(), std::string(reason));
+  }
+  doomed->kill(reason);
+  // Reaped here unless a call still holds it; that call ends when the child dies.
+}
+
+std::vector<std::string> Pool::live() const {
+  std::lock_guard lock(impl_->mu);
+  std::vector<std::string> revisions;
+  for (const auto& [revision, slot] : impl_->slots) {
+    if (slot->sandbox) revisions.push_back(revision);
+  }
+  return revisions;
+}
+
+std::vector<SandboxInfo> Pool::sandboxes() const {
+  std::lock_guard lock(impl_->mu);
+  std::vector<SandboxInfo> infos;
+  auto add = [&](const Sandbox& sandbox) {
+    infos.push_back(SandboxInfo{sandbox.revision(), sandbox.mode(), static_cast<int>(sandbox.pid()), sandbox.workdir()});
+  };
+  for (const auto& [revision, slot] : impl_->slots) {
+    if (slot->sandbox) add(*slot->sandbox);
+  }
+  for (const auto& sandbox : impl_->disposables) add(*sandbox);
+  return infos;
+}
+
+std::vector<Destruction> Pool::destructions() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->destructions;
+}
+
+}  // namespace taskyon::sandbox

@@ -1,0 +1,139 @@
+// Sandboxes that run sandboxed-code tools (DESIGN §5), and the pool that keeps
+// them. A sandbox is one child process running a JS runtime (Node) with a
+// host-owned harness (src/guest/node/bootstrap.js, compiled into the host) that
+// loads one tool revision's code. The pool retains one sandbox per revision
+// (S1), serializes the calls to each (S2), and destroys a sandbox when a call
+// times out or fails at the runtime boundary (S4), on terminate() (S5), and
+// after a disposable call (S6). Every destruction is recorded with its reason.
+//
+// Host <-> sandbox protocol (newline-delimited JSON on the child's stdin and
+// stdout, each frame at most RuntimeConfig::max_frame_bytes):
+//   host  -> child  {"type":"load","code":STRING}
+//   child -> host   {"type":"ready"} | {"type":"load_error","message":STRING}
+//   host  -> child  {"type":"call","id":N,"args":VALUE}
+//   child -> host   {"type":"log","id":N,"level":L,"text":STRING}   (0..n)
+//   child -> host   {"type":"result","id":N,"value":VALUE}
+//                 | {"type":"error","id":N,"name":STRING,"message":STRING}
+// Any other frame, field, id, or malformed/oversized line is a protocol error:
+// the sandbox is destroyed. The revision that owns a sandbox is bound to its
+// pipes by the host; nothing a frame says about identity is read.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "taskyon/base/error.h"
+#include "taskyon/json/json.h"
+
+namespace taskyon::sandbox {
+
+struct RuntimeConfig {
+  std::string node_path;                      // empty: the first `node` on PATH
+  std::size_t max_frame_bytes = 8u << 20;     // one protocol line, bytes
+  std::size_t max_log_bytes = 1u << 20;       // logs kept per call (console + stderr), bytes
+  int heap_limit_mb = 256;                    // V8 --max-old-space-size, MiB
+};
+
+// What a sandbox runs. The revision is the identity bound to the channel.
+struct ToolCode {
+  std::string revision;  // "sha256:…" of the tool definition
+  std::string code;      // a JS function expression, called as f(args, context)
+};
+
+enum class Mode {
+  retained,    // reuse (or start and keep) the revision's sandbox
+  disposable,  // a fresh sandbox for this call alone, destroyed after it;
+               // a retained sandbox of the same revision is left untouched
+};
+
+struct CallRequest {
+  ToolCode tool;
+  json::Value args = json::Value::object();
+  std::chrono::milliseconds timeout{10000};  // wall clock, from the call's start
+  Mode mode = Mode::retained;
+};
+
+struct LogEntry {
+  std::string level;  // "log", "info", "warn", "error", "debug", or "stderr"
+  std::string text;
+};
+
+// How a call ended. Only `ok` carries a value; the others carry a message.
+enum class Status {
+  ok,              // the tool returned; `value` holds its result (undefined -> null)
+  tool_error,      // the tool threw or rejected, or its code failed to load
+  timeout,         // the call ran past its timeout; the sandbox was killed
+  crashed,         // the child exited or closed its pipes mid-call
+  protocol_error,  // the child sent a malformed, oversized or unexpected frame
+};
+
+// Stable spelling: "ok", "tool_error", "timeout", "crashed", "protocol_error".
+std::string_view status_name(Status status);
+
+struct CallOutcome {
+  Status status = Status::ok;
+  json::Value value;                     // Status::ok only
+  std::string error;                     // otherwise: what happened, for people
+  std::vector<LogEntry> logs;            // captured console output and stderr
+  bool logs_truncated = false;           // more than max_log_bytes were produced
+  bool fresh_sandbox = false;            // a new sandbox was started for this call
+  std::optional<std::string> destroyed;  // set when the sandbox was destroyed after the call: reason
+  std::chrono::milliseconds duration{0};
+};
+
+// A live sandbox, for inspection (tests, diagnostics).
+struct SandboxInfo {
+  std::string revision;
+  Mode mode = Mode::retained;
+  int pid = 0;          // the child's process id (also its process group id)
+  std::string workdir;  // its private working directory, removed when it is destroyed
+};
+
+struct Destruction {
+  std::string revision;
+  std::string reason;  // "timeout", "crashed", "protocol_error", "load_error", "terminated", "disposable", "shutdown"
+  std::chrono::system_clock::time_point when;
+};
+
+class Pool {
+ public:
+  explicit Pool(RuntimeConfig config = {});
+  ~Pool();  // destroys every sandbox: SIGKILL to its process group, then reaped;
+            // no call may be running on another thread
+  Pool(const Pool&) = delete;
+  Pool& operator=(const Pool&) = delete;
+
+  // Runs one call. A tool failure, timeout or boundary failure is an outcome,
+  // not an Error; Error is for broken machinery only: Errc::runtime_missing
+  // (no node), Errc::internal (fork/pipe failed) — and for a request no
+  // sandbox can take: Errc::bad_usage (code not valid UTF-8 or larger than one
+  // frame), Errc::invalid_arguments (args likewise); no sandbox is touched then.
+  // The timeout covers starting and loading a fresh sandbox too. Safe from
+  // several threads; calls to one revision's retained sandbox run one at a time.
+  Result<CallOutcome> call(const CallRequest& request);
+
+  // Destroys the retained sandbox of `revision`, if any (S5). Never waits on the
+  // child: it is SIGKILLed at once; a call running in it ends as Status::crashed
+  // with `destroyed` set to `reason`.
+  void terminate(std::string_view revision, std::string_view reason = "terminated");
+
+  // Revisions with a live retained sandbox.
+  std::vector<std::string> live() const;
+
+  // Every live sandbox, retained ones and disposable ones in use.
+  std::vector<SandboxInfo> sandboxes() const;
+
+  // Every destruction so far, oldest first.
+  std::vector<Destruction> destructions() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace taskyon::sandbox

@@ -1,0 +1,205 @@
+#include "taskyon/sandbox/protocol.h"
+
+#include <cstring>
+#include <initializer_list>
+
+#include <fmt/format.h>
+
+namespace taskyon::sandbox::protocol {
+
+namespace {
+
+// Serializes `frame` as one line; nullopt when a string is not valid UTF-8.
+std::optional<std::string> dump_line(const json::Value& frame) {
+  try {
+    std::string line = frame.dump(-1, ' ', false, json::Value::error_handler_t::strict);
+    line.push_back('\n');
+    return line;
+  } catch (const json::Value::exception&) {
+    return std::nullopt;
+  }
+}
+
+// Deepest array/object nesting of JSON text, without parsing it; stops early
+// once past `limit`.
+std::size_t depth_of(std::string_view text, std::size_t limit) {
+  std::size_t depth = 0, deepest = 0;
+  bool in_string = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') ++i;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > deepest && (deepest = depth) > limit) return deepest;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return deepest;
+}
+
+std::unexpected<Violation> violation(std::string message) {
+  return std::unexpected(Violation{std::move(message)});
+}
+
+// Parses a frame object and checks its "type"; nullopt-like failure as a Violation.
+std::expected<json::Value, Violation> parse_object(std::string_view line) {
+  if (depth_of(line, kMaxDepth) > kMaxDepth) {
+    return violation(fmt::format("a frame nests deeper than {} levels", kMaxDepth));
+  }
+  json::Value frame = json::Value::parse(line.begin(), line.end(), nullptr, /*allow_exceptions=*/false);
+  if (frame.is_discarded()) return violation("a frame is not valid JSON");
+  if (!frame.is_object()) return violation("a frame is not a JSON object");
+  auto type = frame.find("type");
+  if (type == frame.end() || !type->is_string()) return violation("a frame has no string \"type\"");
+  return frame;
+}
+
+// True when `frame` has exactly the members `names` ("type" included).
+bool has_exactly(const json::Value& frame, std::initializer_list<const char*> names) {
+  if (frame.size() != names.size()) return false;
+  for (const char* name : names) {
+    if (!frame.contains(name)) return false;
+  }
+  return true;
+}
+
+Frame make_frame(Frame::Kind kind) {
+  Frame frame;
+  frame.kind = kind;
+  return frame;
+}
+
+bool is_string_member(const json::Value& frame, const char* name) { return frame.at(name).is_string(); }
+
+}  // namespace
+
+Result<std::string> encode_load(std::string_view code, std::size_t max_frame_bytes) {
+  auto line = dump_line(json::Value{{"type", "load"}, {"code", std::string(code)}});
+  if (!line) return fail(Errc::bad_usage, "the tool code is not valid UTF-8");
+  if (line->size() > max_frame_bytes) {
+    return fail(Errc::bad_usage, fmt::format("the tool code does not fit in one {}-byte frame", max_frame_bytes));
+  }
+  return std::move(*line);
+}
+
+Result<std::string> encode_call(std::uint64_t id, const json::Value& args, std::size_t max_frame_bytes) {
+  auto line = dump_line(json::Value{{"type", "call"}, {"id", id}, {"args", args}});
+  if (!line) return fail(Errc::invalid_arguments, "the call arguments hold a string that is not valid UTF-8");
+  if (line->size() > max_frame_bytes) {
+    return fail(Errc::invalid_arguments,
+                fmt::format("the call arguments do not fit in one {}-byte frame", max_frame_bytes));
+  }
+  return std::move(*line);
+}
+
+std::expected<Frame, Violation> parse_load_reply(std::string_view line) {
+  auto frame = parse_object(line);
+  if (!frame) return std::unexpected(std::move(frame.error()));
+  const std::string& type = frame->at("type").get_ref<const std::string&>();
+  if (type == "ready") {
+    if (!has_exactly(*frame, {"type"})) return violation("a \"ready\" frame has extra members");
+    return make_frame(Frame::Kind::ready);
+  }
+  if (type == "load_error") {
+    if (!has_exactly(*frame, {"type", "message"}) || !is_string_member(*frame, "message")) {
+      return violation("a \"load_error\" frame must be exactly {type, message: string}");
+    }
+    Frame out = make_frame(Frame::Kind::load_error);
+    out.text = frame->at("message").get<std::string>();
+    return out;
+  }
+  return violation(fmt::format("unexpected frame type \"{}\" while loading", type));
+}
+
+std::expected<Frame, Violation> parse_call_reply(std::string_view line, std::uint64_t id) {
+  auto frame = parse_object(line);
+  if (!frame) return std::unexpected(std::move(frame.error()));
+  const std::string type = frame->at("type").get<std::string>();
+  auto id_matches = [&] {
+    const json::Value& got = frame->at("id");
+    return got.is_number_unsigned() && got.get<std::uint64_t>() == id;
+  };
+  if (type == "log") {
+    if (!has_exactly(*frame, {"type", "id", "level", "text"}) || !is_string_member(*frame, "level") ||
+        !is_string_member(*frame, "text")) {
+      return violation("a \"log\" frame must be exactly {type, id, level: string, text: string}");
+    }
+    if (!id_matches()) return violation("a \"log\" frame names another call id");
+    std::string level = frame->at("level").get<std::string>();
+    if (level != "log" && level != "info" && level != "warn" && level != "error" && level != "debug") {
+      return violation("a \"log\" frame has an unknown level");
+    }
+    Frame out = make_frame(Frame::Kind::log);
+    out.level = std::move(level);
+    out.text = frame->at("text").get<std::string>();
+    return out;
+  }
+  if (type == "result") {
+    if (!has_exactly(*frame, {"type", "id", "value"})) {
+      return violation("a \"result\" frame must be exactly {type, id, value}");
+    }
+    if (!id_matches()) return violation("a \"result\" frame names another call id");
+    Frame out = make_frame(Frame::Kind::result);
+    out.value = std::move(frame->at("value"));
+    return out;
+  }
+  if (type == "error") {
+    if (!has_exactly(*frame, {"type", "id", "name", "message"}) || !is_string_member(*frame, "name") ||
+        !is_string_member(*frame, "message")) {
+      return violation("an \"error\" frame must be exactly {type, id, name: string, message: string}");
+    }
+    if (!id_matches()) return violation("an \"error\" frame names another call id");
+    Frame out = make_frame(Frame::Kind::error);
+    out.text = frame->at("message").get<std::string>();
+    out.name = frame->at("name").get<std::string>();
+    return out;
+  }
+  return violation(fmt::format("unexpected frame type \"{}\" during a call", type.substr(0, 40)));
+}
+
+bool LineReader::feed(std::string_view bytes) {
+  if (overflow_) return false;
+  if (ends_.empty() && start_ > 0) {  // everything handed out: drop it
+    buffer_.erase(0, start_);
+    line_begin_ -= start_;
+    start_ = 0;
+  }
+  const std::size_t scan_from = buffer_.size();
+  buffer_.append(bytes);
+  bool too_long = false;
+  for (std::size_t pos = scan_from; pos < buffer_.size();) {
+    const void* hit = std::memchr(buffer_.data() + pos, '\n', buffer_.size() - pos);
+    if (!hit) break;
+    const std::size_t end = static_cast<const char*>(hit) - buffer_.data();
+    if (end - line_begin_ > max_line_) {
+      too_long = true;
+      break;
+    }
+    ends_.push_back(end);
+    line_begin_ = end + 1;
+    pos = end + 1;
+  }
+  if (too_long || buffer_.size() - line_begin_ > max_line_) {
+    overflow_ = true;
+    std::string().swap(buffer_);
+    ends_.clear();
+    start_ = line_begin_ = 0;
+    return false;
+  }
+  return true;
+}
+
+std::optional<std::string> LineReader::next() {
+  if (overflow_ || ends_.empty()) return std::nullopt;
+  const std::size_t end = ends_.front();
+  ends_.pop_front();
+  std::string line = buffer_.substr(start_, end - start_);
+  start_ = end + 1;
+  return line;
+}
+
+}  // namespace taskyon::sandbox::protocol

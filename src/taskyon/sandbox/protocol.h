@@ -1,0 +1,85 @@
+// The host <-> sandbox frames of pool.h, one JSON object per line: encoding of
+// host frames, strict validation of child frames, and a bounded line reader.
+//
+// Sizes: a frame is at most `max_frame_bytes` bytes including its '\n'
+// (RuntimeConfig::max_frame_bytes). Child frames are also refused when they
+// nest deeper than kMaxDepth arrays/objects (checked before parsing).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <expected>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "taskyon/base/error.h"
+#include "taskyon/json/json.h"
+
+namespace taskyon::sandbox::protocol {
+
+// Deepest nesting of arrays/objects accepted in a child frame (the frame
+// object itself is level 1); the harness refuses deeper results first.
+inline constexpr std::size_t kMaxDepth = 512;
+
+// {"type":"load","code":CODE}\n. Errc::bad_usage when the code is not valid
+// UTF-8 or the frame would exceed max_frame_bytes.
+Result<std::string> encode_load(std::string_view code, std::size_t max_frame_bytes);
+
+// {"type":"call","id":ID,"args":ARGS}\n. Errc::invalid_arguments when the args
+// hold invalid UTF-8 or the frame would exceed max_frame_bytes.
+Result<std::string> encode_call(std::uint64_t id, const json::Value& args, std::size_t max_frame_bytes);
+
+// Why a child frame was refused, for people.
+struct Violation {
+  std::string message;
+};
+
+struct Frame {
+  enum class Kind { ready, load_error, log, result, error };
+  Kind kind = Kind::ready;
+  std::string level;    // log: "log" | "info" | "warn" | "error" | "debug"
+  std::string text;     // log: the text; load_error and error: the message
+  std::string name;     // error: the thrown value's name, e.g. "TypeError"
+  json::Value value;    // result
+};
+
+// A reply to `load`: exactly {"type":"ready"} or {"type":"load_error","message":STRING}.
+std::expected<Frame, Violation> parse_load_reply(std::string_view line);
+
+// A frame during call `id`: exactly
+//   {"type":"log","id":ID,"level":LEVEL,"text":STRING}
+//   {"type":"result","id":ID,"value":VALUE}
+//   {"type":"error","id":ID,"name":STRING,"message":STRING}
+// with ID the unsigned integer `id`. Anything else is a Violation.
+std::expected<Frame, Violation> parse_call_reply(std::string_view line, std::uint64_t id);
+
+// Splits bytes into '\n'-terminated lines of at most max_frame_bytes - 1 bytes.
+// It holds only bytes that actually arrived (at most the limit plus one fed
+// chunk); a line over the limit puts the reader in the overflow state for good.
+class LineReader {
+ public:
+  explicit LineReader(std::size_t max_frame_bytes) : max_line_(max_frame_bytes > 0 ? max_frame_bytes - 1 : 0) {}
+
+  // Takes the next bytes. False when a line is (or has been) over the limit.
+  bool feed(std::string_view bytes);
+
+  // The next complete line, without its '\n'.
+  std::optional<std::string> next();
+
+  // True when bytes are held: complete lines not taken yet or a partial line.
+  bool holds_bytes() const { return start_ < buffer_.size(); }
+
+  bool overflowed() const { return overflow_; }
+
+ private:
+  std::size_t max_line_;
+  std::string buffer_;
+  std::size_t start_ = 0;       // bytes before this were handed out
+  std::size_t line_begin_ = 0;  // start of the line not terminated yet
+  std::deque<std::size_t> ends_;  // positions of '\n' of complete lines not handed out
+  bool overflow_ = false;
+};
+
+}  // namespace taskyon::sandbox::protocol

@@ -1,0 +1,412 @@
+#include "taskyon/sandbox/sandbox.h"
+
+#include <poll.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <system_error>
+
+#include <fmt/format.h>
+
+#include "taskyon/sandbox/guest.h"
+
+namespace taskyon::sandbox {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr std::size_t kChunk = 64u << 10;  // one read from a pipe, bytes
+
+bool is_executable_file(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), X_OK) == 0;
+}
+
+// Length of the longest prefix of valid UTF-8 `text` of at most `max` bytes
+// that does not split a sequence.
+std::size_t utf8_prefix(std::string_view text, std::size_t max) {
+  if (text.size() <= max) return text.size();
+  std::size_t n = max;
+  while (n > 0 && (static_cast<unsigned char>(text[n]) & 0xC0) == 0x80) --n;
+  return n;
+}
+
+// `bytes` with every invalid UTF-8 sequence replaced by U+FFFD.
+std::string valid_utf8(std::string_view bytes) {
+  std::string out;
+  out.reserve(bytes.size());
+  std::size_t i = 0;
+  while (i < bytes.size()) {
+    const auto b = static_cast<unsigned char>(bytes[i]);
+    std::size_t len = b < 0x80 ? 1 : (b >> 5) == 0x6 ? 2 : (b >> 4) == 0xE ? 3 : (b >> 3) == 0x1E ? 4 : 0;
+    bool ok = len > 0 && i + len <= bytes.size();
+    for (std::size_t k = 1; ok && k < len; ++k) ok = (static_cast<unsigned char>(bytes[i + k]) & 0xC0) == 0x80;
+    if (ok && len > 1) {  // refuse overlong forms, surrogates and code points above U+10FFFF
+      std::uint32_t cp = b & (0x7F >> len);
+      for (std::size_t k = 1; k < len; ++k) cp = (cp << 6) | (static_cast<unsigned char>(bytes[i + k]) & 0x3F);
+      static constexpr std::uint32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
+      ok = cp >= kMin[len] && cp <= 0x10FFFF && (cp < 0xD800 || cp > 0xDFFF);
+    }
+    if (ok) {
+      out.append(bytes.substr(i, len));
+      i += len;
+    } else {
+      out.append("\xEF\xBF\xBD");
+      ++i;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+// Logs of one call (or of a load), bounded by max_log_bytes of text in total.
+struct Sandbox::LogBook {
+  explicit LogBook(std::size_t max) : max_bytes(max) {}
+
+  void add(std::string level, std::string text) {
+    if (truncated) return;
+    const std::size_t room = max_bytes - used;
+    if (text.size() > room) {
+      text.resize(utf8_prefix(text, room));
+      truncated = true;
+      if (text.empty()) return;
+    }
+    used += text.size();
+    entries.push_back(LogEntry{std::move(level), std::move(text)});
+  }
+
+  // Raw bytes from the child's fd 2: one "stderr" entry per line.
+  void add_stderr(std::string_view bytes) {
+    if (truncated) return;
+    for (;;) {
+      const std::size_t newline = bytes.find('\n');
+      if (newline == std::string_view::npos) break;
+      stderr_line.append(bytes.substr(0, std::min(newline, max_bytes + 1)));
+      flush_stderr();
+      bytes.remove_prefix(newline + 1);
+    }
+    stderr_line.append(bytes.substr(0, std::min(bytes.size(), max_bytes + 1)));
+    if (stderr_line.size() > max_bytes) flush_stderr();  // longer than the whole budget
+  }
+
+  void flush_stderr() {
+    if (!stderr_line.empty()) add("stderr", valid_utf8(stderr_line));
+    stderr_line.clear();
+  }
+
+  std::size_t max_bytes;
+  std::size_t used = 0;
+  bool truncated = false;
+  std::vector<LogEntry> entries;
+  std::string stderr_line;  // a line from fd 2 without its '\n' yet
+};
+
+Result<std::string> find_node(std::string_view configured) {
+  const std::string install =
+      "Install Node.js 20 or newer (Debian/Ubuntu: `apt install nodejs`; elsewhere https://nodejs.org/) "
+      "or set the Node path (RuntimeConfig::node_path)";
+  std::string name = configured.empty() ? std::string("node") : std::string(configured);
+  if (name.find('/') != std::string::npos) {
+    std::error_code ec;
+    fs::path path = fs::absolute(name, ec);
+    if (!ec && is_executable_file(path.string())) return path.lexically_normal().string();
+    return fail(Errc::runtime_missing,
+                fmt::format("Node.js was not found: {} is not an executable file. {}", name, install), name);
+  }
+  const char* env_path = std::getenv("PATH");
+  const std::string search = env_path ? env_path : "/usr/local/bin:/usr/bin:/bin";
+  std::size_t begin = 0;
+  while (begin <= search.size()) {
+    std::size_t end = search.find(':', begin);
+    if (end == std::string::npos) end = search.size();
+    const std::string dir = search.substr(begin, end - begin);
+    begin = end + 1;
+    if (dir.empty() || dir.front() != '/') continue;  // never resolve against the cwd
+    std::string candidate = dir + "/" + name;
+    if (is_executable_file(candidate)) return candidate;
+  }
+  return fail(Errc::runtime_missing,
+              fmt::format("Node.js was not found: no executable `{}` on PATH ({}). {}", name, search, install), name);
+}
+
+std::vector<std::string> node_argv(const std::string& node, const RuntimeConfig& config) {
+  return {
+      node,
+      fmt::format("--max-old-space-size={}", config.heap_limit_mb),
+      "--experimental-permission",
+      "--no-warnings",
+      "-e",
+      std::string(guest::node_bootstrap()),
+      std::to_string(config.max_frame_bytes),
+      std::to_string(config.max_log_bytes),
+      std::to_string(protocol::kMaxDepth),
+  };
+}
+
+Sandbox::Sandbox(std::unique_ptr<Child> child, std::string workdir, std::string revision, Mode mode,
+                 const RuntimeConfig& config)
+    : child_(std::move(child)), workdir_(std::move(workdir)), revision_(std::move(revision)), mode_(mode),
+      max_frame_bytes_(config.max_frame_bytes), max_log_bytes_(config.max_log_bytes),
+      reader_(config.max_frame_bytes) {}
+
+Result<std::shared_ptr<Sandbox>> Sandbox::start(Launcher& launcher, const std::string& node,
+                                                const RuntimeConfig& config, std::string revision, Mode mode) {
+  std::error_code ec;
+  fs::path tmp = fs::temp_directory_path(ec);
+  if (ec || !tmp.is_absolute()) tmp = "/tmp";
+  std::string pattern = (tmp / "taskyon-sandbox-XXXXXX").string();
+  if (::mkdtemp(pattern.data()) == nullptr) {
+    return fail(Errc::internal, fmt::format("cannot create the sandbox directory: {}", std::strerror(errno)),
+                pattern);
+  }
+  SpawnSpec spec{.program = node, .argv = node_argv(node, config), .env = {}, .workdir = pattern};
+  auto child = launcher.spawn(spec);
+  if (!child) {
+    fs::remove_all(pattern, ec);
+    return std::unexpected(std::move(child.error()));
+  }
+  return std::shared_ptr<Sandbox>(
+      new Sandbox(std::move(*child), std::move(pattern), std::move(revision), mode, config));
+}
+
+Sandbox::~Sandbox() {
+  child_.reset();  // SIGKILL to the group, then reaped
+  std::error_code ec;
+  fs::remove_all(workdir_, ec);
+}
+
+void Sandbox::kill(std::string_view reason) {
+  {
+    std::lock_guard lock(kill_mu_);
+    if (!killed_reason_) killed_reason_ = std::string(reason);
+  }
+  child_->kill();
+}
+
+std::optional<std::string> Sandbox::killed_reason() const {
+  std::lock_guard lock(kill_mu_);
+  return killed_reason_;
+}
+
+// Writes `out` to the child's stdin while reading its stdout (frames, handed to
+// on_line) and stderr (into `logs`), until on_line reports the terminal frame,
+// the deadline passes, the child closes fd 1 or exits, or a frame is refused.
+// on_line(std::string line) -> std::expected<bool, protocol::Violation>: true
+// for the terminal frame.
+template <typename OnLine>
+Sandbox::Ended Sandbox::exchange(std::string_view out, Deadline deadline, OnLine&& on_line, LogBook& logs) {
+  std::string chunk(kChunk, '\0');
+  std::size_t sent = 0;
+  bool stdin_open = true;
+
+  // Hands every complete line to on_line; nullopt when the exchange goes on.
+  auto take_lines = [&]() -> std::optional<Ended> {
+    while (auto line = reader_.next()) {
+      auto taken = on_line(std::move(*line));
+      if (!taken) return Ended{End::violation, std::move(taken.error().message)};
+      if (*taken) return Ended{End::done, {}};
+    }
+    return std::nullopt;
+  };
+  // Reads what the child wrote to fd 1 until it would block, at most `rounds` reads.
+  auto read_stdout = [&](int rounds) -> std::optional<Ended> {
+    for (int i = 0; i < rounds; ++i) {
+      const ssize_t n = ::read(child_->stdout_fd(), chunk.data(), chunk.size());
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && errno == EAGAIN) return std::nullopt;
+      if (n <= 0) return Ended{End::closed, {}};
+      if (!reader_.feed(std::string_view(chunk.data(), static_cast<std::size_t>(n)))) {
+        return Ended{End::violation, fmt::format("the sandbox sent a line longer than {} bytes", max_frame_bytes_)};
+      }
+      if (auto ended = take_lines()) return ended;
+    }
+    return std::nullopt;
+  };
+  auto read_stderr = [&](int rounds) {
+    for (int i = 0; i < rounds && stderr_open_; ++i) {
+      const ssize_t n = ::read(child_->stderr_fd(), chunk.data(), chunk.size());
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && errno == EAGAIN) return;
+      if (n <= 0) {
+        stderr_open_ = false;
+        return;
+      }
+      logs.add_stderr(std::string_view(chunk.data(), static_cast<std::size_t>(n)));
+    }
+  };
+  auto finish = [&](Ended ended) {
+    read_stderr(16);  // what the child wrote to fd 2 just before its last frame
+    logs.flush_stderr();
+    return ended;
+  };
+
+  if (auto ended = take_lines()) return finish(std::move(*ended));  // lines held from before
+  for (;;) {
+    const auto now = Clock::now();
+    if (now >= deadline) return finish(Ended{End::timeout, {}});
+    pollfd fds[4];
+    int count = 0;
+    const int out_at = count;
+    fds[count++] = {child_->stdout_fd(), POLLIN, 0};
+    const int err_at = stderr_open_ ? count : -1;
+    if (err_at >= 0) fds[count++] = {child_->stderr_fd(), POLLIN, 0};
+    const int in_at = stdin_open && sent < out.size() ? count : -1;
+    if (in_at >= 0) fds[count++] = {child_->stdin_fd(), POLLOUT, 0};
+    const int pid_at = child_->pidfd() >= 0 ? count : -1;
+    if (pid_at >= 0) fds[count++] = {child_->pidfd(), POLLIN, 0};
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - now).count();
+    const int ready = ::poll(fds, static_cast<nfds_t>(count), static_cast<int>(std::min<long long>(left, INT_MAX)));
+    if (ready < 0) {
+      if (errno == EINTR) continue;
+      return finish(Ended{End::closed, {}});
+    }
+    if (in_at >= 0 && fds[in_at].revents != 0) {
+      const ssize_t n = write_no_sigpipe(child_->stdin_fd(), out.data() + sent, out.size() - sent);
+      if (n > 0) sent += static_cast<std::size_t>(n);
+      else if (n < 0 && errno != EAGAIN && errno != EINTR) stdin_open = false;  // EPIPE: the child is going
+    }
+    if (err_at >= 0 && fds[err_at].revents != 0) read_stderr(1);
+    if (fds[out_at].revents != 0) {
+      if (auto ended = read_stdout(1)) return finish(std::move(*ended));
+    }
+    if (pid_at >= 0 && fds[pid_at].revents != 0) {
+      // The child exited: take whatever it wrote before, then it is closed.
+      if (auto ended = read_stdout(INT_MAX)) return finish(std::move(*ended));
+      return finish(Ended{End::closed, {}});
+    }
+  }
+}
+
+std::string Sandbox::closed_message(std::string_view during) {
+  const int status = child_->reap();
+  if (auto reason = killed_reason()) {
+    return fmt::format("the sandbox was destroyed {} ({})", during, *reason);
+  }
+  return fmt::format("the sandbox {} {}", describe_wait_status(status), during);
+}
+
+Sandbox::Loaded Sandbox::load(std::string_view load_frame, Deadline deadline) {
+  Loaded loaded;
+  LogBook logs(max_log_bytes_);
+  auto on_line = [&](std::string line) -> std::expected<bool, protocol::Violation> {
+    auto frame = protocol::parse_load_reply(line);
+    if (!frame) return std::unexpected(std::move(frame.error()));
+    if (frame->kind == protocol::Frame::Kind::load_error) {
+      loaded.status = Status::tool_error;
+      loaded.error = "the tool code did not load: " + frame->text;
+    }
+    return true;
+  };
+  Ended ended = exchange(load_frame, deadline, on_line, logs);
+  loaded.logs = std::move(logs.entries);
+  switch (ended.how) {
+    case End::done:
+      break;
+    case End::timeout:
+      kill("timeout");
+      loaded.status = Status::timeout;
+      loaded.error = "loading the tool code ran past the call's timeout";
+      break;
+    case End::violation:
+      kill("protocol_error");
+      loaded.status = Status::protocol_error;
+      loaded.error = "protocol error while loading the tool code: " + ended.message;
+      break;
+    case End::closed: {
+      loaded.status = Status::crashed;
+      loaded.error = closed_message("while loading the tool code");
+      const int status = child_->reap();
+      if (!killed_reason() && WIFEXITED(status)) {
+        const std::string_view step = exec_step_name(WEXITSTATUS(status));
+        if (step == "execve") {
+          loaded.machinery = Error{Errc::runtime_missing, "the Node executable could not be started (execve failed)",
+                                   {}};
+        } else if (!step.empty()) {
+          loaded.machinery =
+              Error{Errc::internal, fmt::format("the sandbox could not be set up: {} failed", step), {}};
+        }
+      }
+      break;
+    }
+  }
+  return loaded;
+}
+
+CallOutcome Sandbox::call(std::uint64_t id, std::string_view call_frame, Deadline deadline) {
+  CallOutcome outcome;
+  LogBook logs(max_log_bytes_);
+  auto on_line = [&](std::string line) -> std::expected<bool, protocol::Violation> {
+    auto frame = protocol::parse_call_reply(line, id);
+    if (!frame) return std::unexpected(std::move(frame.error()));
+    switch (frame->kind) {
+      case protocol::Frame::Kind::log:
+        logs.add(std::move(frame->level), std::move(frame->text));
+        return false;
+      case protocol::Frame::Kind::result:
+        outcome.status = Status::ok;
+        outcome.value = std::move(frame->value);
+        return true;
+      default:  // error: parse_call_reply yields nothing else
+        outcome.status = Status::tool_error;
+        outcome.error = frame->name + ": " + frame->text;
+        return true;
+    }
+  };
+  Ended ended = exchange(call_frame, deadline, on_line, logs);
+  switch (ended.how) {
+    case End::done:
+      break;
+    case End::timeout:
+      kill("timeout");
+      outcome.status = Status::timeout;
+      outcome.error = "the call ran past its timeout";
+      break;
+    case End::violation:
+      kill("protocol_error");
+      outcome.status = Status::protocol_error;
+      outcome.error = "protocol error: " + ended.message;
+      break;
+    case End::closed:
+      outcome.status = Status::crashed;
+      outcome.error = closed_message("during the call");
+      break;
+  }
+  outcome.logs = std::move(logs.entries);
+  outcome.logs_truncated = logs.truncated;
+  return outcome;
+}
+
+std::optional<std::string> Sandbox::idle_check() {
+  if (killed_reason()) return std::string("terminated");
+  if (reader_.overflowed() || reader_.holds_bytes()) return std::string("protocol_error");
+  if (child_->pidfd() >= 0) {
+    pollfd fd{child_->pidfd(), POLLIN, 0};
+    if (::poll(&fd, 1, 0) > 0) return std::string("crashed");
+  }
+  char byte;
+  ssize_t n;
+  do {
+    n = ::read(child_->stdout_fd(), &byte, 1);
+  } while (n < 0 && errno == EINTR);
+  if (n > 0) return std::string("protocol_error");
+  if (n == 0 || errno != EAGAIN) return std::string("crashed");
+  std::string chunk(kChunk, '\0');
+  for (int i = 0; i < 16 && stderr_open_; ++i) {  // stderr between calls belongs to no call
+    n = ::read(child_->stderr_fd(), chunk.data(), chunk.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) break;
+    if (n == 0) stderr_open_ = false;
+  }
+  return std::nullopt;
+}
+
+}  // namespace taskyon::sandbox

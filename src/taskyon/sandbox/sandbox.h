@@ -1,0 +1,111 @@
+// One sandbox: a Node child running the host's harness with one tool
+// revision's code, in a private empty working directory. The Pool owns
+// sandboxes through shared_ptr; one caller at a time uses load/call/idle_check
+// (the Pool's per-revision mutex), while kill() may come from any thread.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "taskyon/base/error.h"
+#include "taskyon/sandbox/pool.h"
+#include "taskyon/sandbox/process.h"
+#include "taskyon/sandbox/protocol.h"
+
+namespace taskyon::sandbox {
+
+using Clock = std::chrono::steady_clock;
+using Deadline = Clock::time_point;
+
+// The Node executable as an absolute path: `configured` when it is a path
+// (absolute, or relative to the host's cwd), else the first executable regular
+// file of that name (`node` when empty) on the host's PATH; empty and relative
+// PATH entries are skipped. Errc::runtime_missing, saying how to install Node.
+Result<std::string> find_node(std::string_view configured);
+
+// The child's argv: node, its flags, `-e <harness>`, then the harness limits.
+//   --max-old-space-size=<heap_limit_mb>  V8 heap cap, MiB
+//   --experimental-permission             Node 20 permission model, no --allow-*:
+//                                         no fs, child_process, worker, addons
+//   --no-warnings                         keeps the permission model's warning off fd 2
+std::vector<std::string> node_argv(const std::string& node, const RuntimeConfig& config);
+
+class Sandbox {
+ public:
+  // Makes the private directory (<tmp>/taskyon-sandbox-XXXXXX, mode 0700) and
+  // starts the child in it with an empty environment. Errc::internal when the
+  // directory, pipes or fork fail.
+  static Result<std::shared_ptr<Sandbox>> start(Launcher& launcher, const std::string& node,
+                                                const RuntimeConfig& config, std::string revision, Mode mode);
+
+  ~Sandbox();  // kills and reaps the child, removes the directory
+
+  Sandbox(const Sandbox&) = delete;
+  Sandbox& operator=(const Sandbox&) = delete;
+
+  struct Loaded {
+    Status status = Status::ok;     // ok (ready), tool_error (load_error), timeout, crashed, protocol_error
+    std::string error;              // unless ok
+    std::vector<LogEntry> logs;     // the child's stderr while loading
+    std::optional<Error> machinery; // the child failed before exec (ExecStep): not the tool's doing
+  };
+
+  // Sends the encoded load frame (protocol::encode_load) and waits for the reply.
+  Loaded load(std::string_view load_frame, Deadline deadline);
+
+  // Sends the encoded call frame (protocol::encode_call with `id`) and collects
+  // logs up to the terminal frame. Fills status, value, error, logs and
+  // logs_truncated; on timeout the child is already killed.
+  CallOutcome call(std::uint64_t id, std::string_view call_frame, Deadline deadline);
+
+  // Between calls: why this sandbox must not take another call ("crashed":
+  // the child is gone or closed fd 1; "protocol_error": it wrote to fd 1
+  // outside a call; "terminated"), or nullopt. Discards stderr written
+  // between calls.
+  std::optional<std::string> idle_check();
+
+  // From any thread, never waits: SIGKILLs the child. The first reason sticks;
+  // a call in progress ends as crashed, naming it.
+  void kill(std::string_view reason);
+  std::optional<std::string> killed_reason() const;
+
+  pid_t pid() const { return child_->pid(); }
+  const std::string& workdir() const { return workdir_; }
+  const std::string& revision() const { return revision_; }
+  Mode mode() const { return mode_; }
+
+ private:
+  Sandbox(std::unique_ptr<Child> child, std::string workdir, std::string revision, Mode mode,
+          const RuntimeConfig& config);
+
+  struct LogBook;
+  enum class End { done, timeout, closed, violation };
+  struct Ended {
+    End how;
+    std::string message;  // violation: what was wrong
+  };
+  template <typename OnLine>
+  Ended exchange(std::string_view out, Deadline deadline, OnLine&& on_line, LogBook& logs);
+  std::string closed_message(std::string_view during);
+
+  std::unique_ptr<Child> child_;
+  std::string workdir_;
+  std::string revision_;
+  Mode mode_;
+  std::size_t max_frame_bytes_;
+  std::size_t max_log_bytes_;
+  protocol::LineReader reader_;
+  bool stderr_open_ = true;
+  mutable std::mutex kill_mu_;
+  std::optional<std::string> killed_reason_;
+};
+
+}  // namespace taskyon::sandbox
