@@ -1,0 +1,130 @@
+// tycli call NAME|REV [--args JSON|@FILE]... | tycli call --task ID
+#include <chrono>
+#include <iostream>
+#include <memory>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "cli.h"
+#include "taskyon/invoke/invoke.h"
+#include "taskyon/tasks/compiler.h"
+
+namespace tycli {
+namespace {
+
+using taskyon::json::Value;
+namespace sandbox = taskyon::sandbox;
+namespace tasks = taskyon::tasks;
+
+struct CallArgs {
+  std::string tool;
+  std::vector<std::string> args;
+  std::string task;
+  long long timeout_ms = 10000;
+  bool verbose = false;
+  bool disposable = false;
+};
+
+Value invocation_json(const taskyon::invoke::Invocation& inv) {
+  const auto& o = inv.outcome;
+  Value logs = inv.result.content["toolResult"]["logs"];
+  Value out = {{"task", inv.call.id},
+               {"resultTask", inv.result.id},
+               {"tool", {{"name", inv.tool.name}, {"revision", inv.tool.id}}},
+               {"settingsRevision", inv.call.settings_revision.value_or("")},
+               {"status", sandbox::status_name(o.status)},
+               {"logs", logs},
+               {"sandbox", {{"fresh", o.fresh_sandbox}, {"destroyed", o.destroyed ? Value(*o.destroyed) : Value()}}},
+               {"durationMs", o.duration.count()}};
+  if (inv.ok())
+    out["result"] = o.value;
+  else
+    out["error"] = {{"code", sandbox::status_name(o.status)}, {"message", o.error}};
+  return out;
+}
+
+void print_human(const taskyon::invoke::Invocation& inv, bool verbose) {
+  const auto& o = inv.outcome;
+  if (verbose) {
+    std::cerr << fmt::format("task     {}\ntool     {} {}\nsettings {}\nsandbox  {}{}\ntook     {} ms\n", inv.call.id,
+                             inv.tool.name, inv.tool.id, inv.call.settings_revision.value_or("-"),
+                             o.fresh_sandbox ? "started for this call" : "reused (retained)",
+                             o.destroyed ? fmt::format(", then destroyed ({})", *o.destroyed) : std::string(),
+                             o.duration.count());
+  }
+  for (const auto& log : o.logs) std::cerr << fmt::format("[{}] {}\n", log.level, log.text);
+  if (o.logs_truncated) std::cerr << "[logs truncated]\n";
+  if (inv.ok()) {
+    std::cout << o.value.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+  } else {
+    std::cerr << fmt::format("tycli: tool \"{}\" failed: {}: {}\n", inv.tool.name, sandbox::status_name(o.status),
+                             o.error);
+  }
+}
+
+int call(Globals& g, const CallArgs& a) {
+  if (a.task.empty() == a.tool.empty())
+    return report(g, {taskyon::Errc::bad_usage, "give a tool (name, revision id or prefix) or --task ID, not both", "call"});
+  if (!a.task.empty() && !a.args.empty())
+    return report(g, {taskyon::Errc::bad_usage, "--args cannot be combined with --task (a stored call keeps its arguments)",
+                      "--args"});
+  if (a.timeout_ms <= 0)
+    return report(g, {taskyon::Errc::bad_usage, "--timeout must be a positive number of milliseconds", "--timeout"});
+
+  auto st = open_store(g);
+  if (!st) return report(g, st.error());
+
+  // Compile every call before running any: bad input changes nothing.
+  std::vector<tasks::Task> calls;
+  if (!a.task.empty()) {
+    auto t = st->task(a.task);
+    if (!t) return report(g, t.error());
+    calls.push_back(std::move(*t));
+  } else {
+    const std::vector<std::string> args = a.args.empty() ? std::vector<std::string>{"{}"} : a.args;
+    for (const auto& text : args) {
+      auto value = json_argument(text, "--args");
+      if (!value) return report(g, value.error());
+      auto compiled = tasks::compile_call({std::nullopt, a.tool, std::move(*value)}, st->resolver());
+      if (!compiled) return report(g, compiled.error());
+      calls.push_back(std::move(compiled->task));
+    }
+  }
+
+  sandbox::Pool pool;
+  taskyon::invoke::Options options{std::chrono::milliseconds(a.timeout_ms),
+                                   a.disposable ? sandbox::Mode::disposable : sandbox::Mode::retained};
+  int exit = kExitOk;
+  for (const auto& c : calls) {
+    auto inv = taskyon::invoke::run_call(*st, pool, c, options);
+    if (!inv) return report(g, inv.error());
+    if (g.json)
+      print_json(invocation_json(*inv));
+    else
+      print_human(*inv, a.verbose);
+    if (!inv->ok()) exit = kExitToolFailed;
+  }
+  if (a.verbose && !g.json)
+    for (const auto& d : pool.destructions())
+      std::cerr << fmt::format("sandbox of {} destroyed: {}\n", short_id(d.revision), d.reason);
+  return exit;
+}
+
+}  // namespace
+
+void add_call_command(CLI::App& app, Globals& g) {
+  auto a = std::make_shared<CallArgs>();
+  auto* c = app.add_subcommand("call", "compile a pinned call, run it in its sandbox, store call and result");
+  c->add_option("tool", a->tool, "tool name, revision id, or unique prefix (>= 12 hex digits)");
+  c->add_option("--args", a->args,
+                "arguments as JSON or @FILE (default {}); repeat for several calls in one retained sandbox")
+      ->allow_extra_args(false);
+  c->add_option("--task", a->task, "re-run a stored call on its pinned revision");
+  c->add_option("--timeout", a->timeout_ms, "per call, in ms (default 10000)");
+  c->add_flag("--verbose", a->verbose, "show task ids, pinned revisions and the sandbox's life");
+  c->add_flag("--disposable", a->disposable, "run each call in a fresh sandbox, destroyed after it");
+  c->callback([&g, a] { g.exit_code = guarded(g, [&] { return call(g, *a); }); });
+}
+
+}  // namespace tycli

@@ -1,0 +1,175 @@
+// tycli as a user runs it: real processes, real exit codes, real output.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+
+#include "test_util.h"
+
+namespace taskyon {
+namespace {
+
+using testing::run_tycli;
+const std::string kExamples = std::string(TASKYON_SOURCE_DIR) + "/examples/tools/";
+
+class Cli : public ::testing::Test {
+ protected:
+  testing::CommandResult tycli(const std::vector<std::string>& args) { return run_tycli(args, home.path()); }
+  std::string install(const std::string& file) {
+    auto r = tycli({"tool", "install", file});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.out.substr(r.out.find(' ') + 1, 71);
+  }
+  testing::TempDir home;
+};
+
+TEST_F(Cli, InstallPrintsNameAndRevisionPerFile) {
+  auto r = tycli({"tool", "install", kExamples + "add.json", kExamples + "uppercase.json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, ::testing::MatchesRegex("add sha256:[0-9a-f]{64}\nuppercase sha256:[0-9a-f]{64}\n"));
+}
+
+TEST_F(Cli, SameManifestReorderedAndReindentedHasTheSameRevision) {  // R1
+  const auto a = install(kExamples + "add.json");
+  const auto b = install(home.write("add-reordered.json", R"({"code":"({num1, num2}) => num1 + num2",
+        "runtime":"javascript",   "execution":"sandboxed-code",
+  "parameters":{"required":["num1","num2"],"properties":{"num2":{"description":"The second number.","type":"number"},
+  "num1":{"type":"number","description":"The first number."}},"type":"object"},
+        "description":"Adds two numbers.","name":"add"})"));
+  EXPECT_EQ(a, b);
+  const auto c = install(home.write("add-changed.json", R"({"code":"({num1, num2}) => num1 - num2",
+        "runtime":"javascript","execution":"sandboxed-code",
+  "parameters":{"required":["num1","num2"],"properties":{"num2":{"description":"The second number.","type":"number"},
+  "num1":{"type":"number","description":"The first number."}},"type":"object"},
+        "description":"Adds two numbers.","name":"add"})"));
+  EXPECT_NE(a, c);
+}
+
+TEST_F(Cli, ManifestWithoutParametersExits2NamingThePointer) {
+  auto r = tycli({"tool", "install", home.write("bad.json", R"({"name":"bad","description":"d",
+      "execution":"sandboxed-code","runtime":"javascript","code":"() => 1"})")});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("/parameters"), std::string::npos) << r.err;
+  EXPECT_EQ(tycli({"tool", "list", "--json"}).out, "[]\n");  // nothing was stored
+}
+
+TEST_F(Cli, DuplicateMembersInAManifestAreRefused) {
+  auto r = tycli({"tool", "install", home.write("dup.json", R"({"name":"a","name":"b"})")});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("dup.json"), std::string::npos) << r.err;
+}
+
+TEST_F(Cli, CallsTheDocumentedTools) {
+  install(kExamples + "add.json");
+  install(kExamples + "uppercase.json");
+  auto add = tycli({"call", "add", "--args", R"({"num1": 2, "num2": 40})"});
+  EXPECT_EQ(add.exit_code, 0) << add.err;
+  EXPECT_EQ(add.out, "42\n");
+  auto up = tycli({"call", "uppercase", "--args", R"({"input": "taskyon"})"});
+  EXPECT_EQ(up.out, "\"TASKYON\"\n");
+}
+
+TEST_F(Cli, ArgumentsFromAFileAndSchemaErrors) {
+  install(kExamples + "add.json");
+  auto ok = tycli({"call", "add", "--args", "@" + home.write("args.json", R"({"num1": 1, "num2": 2})")});
+  EXPECT_EQ(ok.out, "3\n") << ok.err;
+  auto bad = tycli({"call", "add", "--args", R"({"num1": "one", "num2": 2})"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("/num1"), std::string::npos) << bad.err;
+}
+
+TEST_F(Cli, LogsAreCapturedNotMixedIntoTheResult) {
+  install(kExamples + "counter.json");
+  auto r = tycli({"call", "counter", "--args", "{}", "--args", R"({"step": 5})"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "{\n  \"count\": 1\n}\n{\n  \"count\": 6\n}\n");  // retained sandbox: state carries over
+  EXPECT_NE(r.err.find("[log] counter is now 6"), std::string::npos) << r.err;
+}
+
+TEST_F(Cli, StoredCallRerunsOnItsPinnedRevision) {  // T2
+  install(kExamples + "uppercase.json");
+  auto first = tycli({"--json", "call", "uppercase", "--args", R"({"input": " a "})"});
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  const auto task = json::parse(first.out)->at("task").get<std::string>();
+  const auto v2 = install(std::string(TASKYON_SOURCE_DIR) + "/examples/revisions/uppercase-v2.json");
+  ASSERT_EQ(tycli({"tool", "activate", "uppercase", v2.substr(0, 19)}).exit_code, 0);
+  EXPECT_EQ(tycli({"call", "uppercase", "--args", R"({"input": " a "})"}).out, "\"A\"\n");
+  auto again = tycli({"call", "--task", task});
+  EXPECT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(again.out, "\" A \"\n");
+}
+
+TEST_F(Cli, ShowPrintsTheCanonicalDefinitionAndHistoryTheBindings) {
+  const auto id = install(kExamples + "add.json");
+  auto show = tycli({"tool", "show", "add"});
+  EXPECT_EQ(show.out.substr(0, 8), "{\"code\":");
+  auto by_prefix = tycli({"tool", "show", id.substr(7, 12)});
+  EXPECT_EQ(by_prefix.out, show.out);
+  auto hist = tycli({"tool", "history", "add"});
+  EXPECT_NE(hist.out.find(id + "  (active)"), std::string::npos) << hist.out;
+  auto unknown = tycli({"tool", "show", "nope"});
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.err.find("nope"), std::string::npos);
+}
+
+TEST_F(Cli, EndlessLoopTimesOutAndTheNextCallSucceeds) {
+  install(home.write("stuck.json", testing::js_tool("stuck", "() => { while (true) {} }").dump()));
+  install(kExamples + "add.json");
+  auto r = tycli({"call", "stuck", "--timeout", "300"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("timeout"), std::string::npos) << r.err;
+  EXPECT_TRUE(testing::processes_in(home.path()).empty());
+  auto next = tycli({"call", "add", "--args", R"({"num1": 1, "num2": 1})"});
+  EXPECT_EQ(next.exit_code, 0);
+  EXPECT_EQ(next.out, "2\n");
+}
+
+TEST_F(Cli, JsonOutputCarriesIdsPinsAndStatus) {
+  install(kExamples + "add.json");
+  auto r = tycli({"--json", "call", "add", "--args", R"({"num1": 1, "num2": 2})"});
+  auto v = json::parse(r.out);
+  ASSERT_TRUE(v) << r.out;
+  EXPECT_EQ((*v)["status"], "ok");
+  EXPECT_EQ((*v)["result"], 3);
+  EXPECT_TRUE(json::is_content_id((*v)["task"].get<std::string>()));
+  EXPECT_TRUE(json::is_content_id((*v)["tool"]["revision"].get<std::string>()));
+  EXPECT_TRUE(json::is_content_id((*v)["settingsRevision"].get<std::string>()));
+  auto err = tycli({"--json", "tool", "show", "nope"});
+  EXPECT_EQ(err.exit_code, 2);
+  EXPECT_EQ((*json::parse(err.out))["error"]["code"], "not_found");
+}
+
+TEST_F(Cli, BadUsageExits2) {
+  EXPECT_EQ(tycli({}).exit_code, 2);
+  EXPECT_EQ(tycli({"call"}).exit_code, 2);
+  EXPECT_EQ(tycli({"call", "x", "--timeout", "-5"}).exit_code, 2);
+  EXPECT_EQ(tycli({"tool", "frobnicate"}).exit_code, 2);
+}
+
+// Nothing stays running after tycli is stopped by a signal mid-call.
+void expect_no_sandbox_after_signal(const testing::TempDir& home, int sig) {
+  const int pid = testing::spawn_tycli({"call", "stuck", "--timeout", "60000"}, home.path());
+  std::vector<int> sandboxes;
+  for (int i = 0; i < 200 && sandboxes.empty(); ++i) {  // wait for the sandbox to start
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    sandboxes = testing::processes_in(home.path());
+  }
+  ASSERT_FALSE(sandboxes.empty()) << "the sandbox never started";
+  kill(pid, sig);
+  EXPECT_EQ(testing::wait_exit(pid), 128 + sig);
+  for (int i = 0; i < 100 && !testing::processes_in(home.path()).empty(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_TRUE(testing::processes_in(home.path()).empty()) << "signal " << sig;
+}
+
+TEST_F(Cli, NothingStaysRunningAfterSigintOrSigterm) {
+  install(home.write("stuck.json", testing::js_tool("stuck", "() => { while (true) {} }").dump()));
+  expect_no_sandbox_after_signal(home, SIGINT);
+  expect_no_sandbox_after_signal(home, SIGTERM);
+}
+
+}  // namespace
+}  // namespace taskyon

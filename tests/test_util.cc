@@ -1,0 +1,124 @@
+#include "test_util.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+namespace taskyon::testing {
+
+TempDir::TempDir() {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string tmpl = std::string(tmp && *tmp ? tmp : "/tmp") + "/taskyon-test.XXXXXX";
+  if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
+  path_ = tmpl;
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
+}
+
+std::string TempDir::write(const std::string& name, const std::string& text) const {
+  const auto p = path_ / name;
+  std::ofstream(p, std::ios::binary) << text;
+  return p.string();
+}
+
+namespace {
+
+// fork + execve of tycli with the minimal environment; out/err are dup'ed onto 1/2.
+int start(const std::vector<std::string>& args, const std::filesystem::path& home, int out, int err) {
+  std::filesystem::create_directories(home / "tmp");
+  std::vector<std::string> argv_s = {TYCLI_PATH};
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : argv_s) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::string home_env = "TASKYON_HOME=" + home.string();
+  std::string tmp_env = "TMPDIR=" + (home / "tmp").string();
+  std::string path_env = std::string("PATH=") + (std::getenv("PATH") ? std::getenv("PATH") : "/usr/bin:/bin");
+  std::vector<char*> envp = {home_env.data(), tmp_env.data(), path_env.data(), nullptr};
+  const pid_t pid = fork();
+  if (pid < 0) throw std::runtime_error("fork failed");
+  if (pid == 0) {
+    const int devnull = open("/dev/null", O_RDWR);
+    dup2(devnull, 0);
+    dup2(out >= 0 ? out : devnull, 1);
+    dup2(err >= 0 ? err : devnull, 2);
+    execve(argv[0], argv.data(), envp.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+}  // namespace
+
+int wait_exit(int pid) {
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+int spawn_tycli(const std::vector<std::string>& args, const std::filesystem::path& home) {
+  return start(args, home, -1, -1);
+}
+
+CommandResult run_tycli(const std::vector<std::string>& args, const std::filesystem::path& home) {
+  int out[2], err[2];
+  if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
+  const int pid = start(args, home, out[1], err[1]);
+  close(out[1]);
+  close(err[1]);
+  CommandResult r;
+  pollfd fds[2] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}};
+  int open_fds = 2;
+  char buf[4096];
+  while (open_fds > 0) {
+    if (poll(fds, 2, -1) < 0) continue;
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      const ssize_t n = read(fds[i].fd, buf, sizeof buf);
+      if (n <= 0) {
+        close(fds[i].fd);
+        fds[i].fd = -1;
+        --open_fds;
+      } else {
+        (i == 0 ? r.out : r.err).append(buf, static_cast<std::size_t>(n));
+      }
+    }
+  }
+  r.exit_code = wait_exit(pid);
+  return r;
+}
+
+json::Value js_tool(const std::string& name, const std::string& code) {
+  return {{"name", name},
+          {"description", "test tool " + name},
+          {"parameters", {{"type", "object"}, {"properties", {{"input", {{"type", "string"}}}}}}},
+          {"execution", "sandboxed-code"},
+          {"runtime", "javascript"},
+          {"code", code}};
+}
+
+std::vector<int> processes_in(const std::filesystem::path& dir) {
+  std::vector<int> pids;
+  const std::string prefix = dir.string();
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const auto name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::error_code ec;
+    const auto cwd = std::filesystem::read_symlink(entry.path() / "cwd", ec).string();
+    if (!ec && cwd.starts_with(prefix)) pids.push_back(std::stoi(name));
+  }
+  return pids;
+}
+
+}  // namespace taskyon::testing

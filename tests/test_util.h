@@ -1,0 +1,54 @@
+// Helpers shared by the tests: temporary directories and running tycli as a
+// user would (a real process, real exit code, real output).
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "taskyon/json/json.h"
+
+namespace taskyon::testing {
+
+// A fresh directory under $TMPDIR, removed with everything in it on destruction.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
+  // Writes `text` to a file in the directory and returns its path.
+  std::string write(const std::string& name, const std::string& text) const;
+
+ private:
+  std::filesystem::path path_;
+};
+
+struct CommandResult {
+  int exit_code = -1;  // the process's exit status, or 128 + signal
+  std::string out;
+  std::string err;
+};
+
+// Runs tycli with `args` and a minimal environment: TASKYON_HOME=`home`,
+// TMPDIR=`home`/tmp (so the sandboxes' working directories are made there),
+// PATH from the test's own environment. Returns what it did.
+CommandResult run_tycli(const std::vector<std::string>& args, const std::filesystem::path& home);
+
+// Starts tycli the same way without waiting; stdout and stderr go to /dev/null.
+int spawn_tycli(const std::vector<std::string>& args, const std::filesystem::path& home);
+
+// Waits for `pid` and returns its exit code (128 + signal when killed).
+int wait_exit(int pid);
+
+// Pids of live processes whose working directory is under `dir`
+// (sandboxes work in a private directory under the host's TMPDIR).
+std::vector<int> processes_in(const std::filesystem::path& dir);
+
+// A sandboxed-code manifest with one string parameter "input".
+json::Value js_tool(const std::string& name, const std::string& code);
+
+
+}  // namespace taskyon::testing
