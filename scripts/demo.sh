@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# The main job on the bundled tools: install them as content-addressed
+# revisions in a fresh store, call each in its Node sandbox, then activate a
+# second revision and show that a stored, pinned call still runs the first.
+set -euo pipefail
+tycli=${1:-build/tycli}
+home=$(mktemp -d "${TMPDIR:-/tmp}/taskyon-demo.XXXXXX")
+trap 'rm -rf "$home"' EXIT
+export TASKYON_HOME=$home
+
+step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+run() { printf '$ tycli %s\n' "$*"; "$tycli" "$@"; }
+
+step "Install the example tools (revision id = sha256 of the RFC 8785 canonical manifest)"
+run tool install examples/tools/*.json
+run tool list
+
+step "Call each tool in its sandbox"
+run call uppercase --args '{"input": "hello from taskyon"}'
+run call add --args '{"num1": 2.5, "num2": 40}'
+run call text_stats --args '{"text": "The sandbox runs the tool. The tool sees only its arguments!\nNothing else.", "top": 3}'
+run call json_path --args '{"document": {"tools": [{"name": "add"}, {"name": "uppercase"}]}, "path": "$.tools[*].name"}'
+
+step "Retained sandbox: three calls of one revision share memory (one tycli process)"
+run call counter --verbose --args '{}' --args '{"step": 10}' --args '{}'
+
+step "Arguments are validated against the tool's parameters before any code runs"
+run call add --args '{"num1": "two", "num2": 3}' || echo "(exit $?: refused before running)"
+
+step "A stuck tool is killed at its timeout; the next call gets a fresh sandbox"
+cat > "$home/stuck.json" <<'JSON'
+{"name": "stuck", "description": "Never returns.", "parameters": {"type": "object"},
+ "execution": "sandboxed-code", "runtime": "javascript", "code": "() => { while (true) {} }"}
+JSON
+"$tycli" tool install "$home/stuck.json" >/dev/null
+run call stuck --timeout 500 || echo "(exit $?: timeout)"
+
+step "Pin a call, then activate a second revision of uppercase"
+pinned=$("$tycli" --json call uppercase --args '{"input": "  pinned call  "}' | sed -n 's/.*"task":"\(sha256:[0-9a-f]*\)".*/\1/p')
+echo "stored call task: $pinned"
+run tool install examples/revisions/uppercase-v2.json
+v2=$("$tycli" --json tool install examples/revisions/uppercase-v2.json | sed -n 's/.*"revision":"\(sha256:[0-9a-f]*\)".*/\1/p')
+run tool activate uppercase "${v2:0:19}"
+run tool history uppercase
+
+step "A new call by name runs the active revision (v2 trims)"
+run call uppercase --args '{"input": "  pinned call  "}'
+
+step "The stored call re-runs on its pinned revision (v1 keeps the spaces)"
+run call --task "$pinned" --verbose
