@@ -10,6 +10,8 @@ packages=(
   libsqlite3-dev sqlite3                   # the store; sqlite3 for black-box tests
   libcli11-dev libfmt-dev                  # tycli
   libvalijson-dev                          # JSON Schema validation of call arguments
+  json-schema-test-suite                   # draft-07 conformance vectors for the argument validator
+  libseccomp-dev                           # sandbox hardening: the seccomp filter
   libgtest-dev libgmock-dev libbenchmark-dev  # tests and benchmarks
 )
 
