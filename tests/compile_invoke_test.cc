@@ -25,8 +25,8 @@ class CallTest : public ::testing::Test {
     EXPECT_TRUE(r);
     return r->id;
   }
-  Result<tasks::CompiledCall> compile(const std::string& tool, Value args) {
-    return tasks::compile_call({std::nullopt, tool, std::move(args)}, st->resolver());
+  Result<tasks::Compiled> compile(const std::string& tool, Value args) {
+    return tasks::compile(tasks::function_call(tool, std::move(args)), {{}, st->resolver()});
   }
 
   testing::TempDir dir;
@@ -39,7 +39,7 @@ TEST_F(CallTest, CompilationPinsToolAndSettingsRevisionsBeforeHashing) {  // T1
   auto c = compile("shout", {{"input", "hi"}});
   ASSERT_TRUE(c) << c.error().describe();
   EXPECT_EQ(c->task.tool_revision, v1);
-  EXPECT_EQ(c->task.settings_revision, store::empty_settings_revision());
+  EXPECT_EQ(c->task.settings_revision, registry::empty_settings_revision());
   EXPECT_EQ(c->task.id, *tasks::compute_id(c->task));
   // The pin is part of the hash: the same call pinned elsewhere has another id.
   const auto v2 = install("({input}) => input + '!'", store::Activate::always);
@@ -76,7 +76,7 @@ TEST_F(CallTest, StoredCallRunsItsPinnedRevisionAfterReactivation) {  // T2
   auto again = invoke::run_call(*st, pool, *stored, {});
   ASSERT_TRUE(again);
   EXPECT_EQ(again->outcome.value, "HI");
-  EXPECT_EQ(again->tool.id, *c->task.tool_revision);
+  EXPECT_EQ(again->tool.revision, *c->task.tool_revision);
 }
 
 TEST_F(CallTest, CallAndResultAreStoredAsCompletedPinnedTasks) {
@@ -112,7 +112,7 @@ TEST_F(CallTest, OtherExecutionClassesAreNotRunInTheSandbox) {
   Value def = {{"name", "svc"}, {"description", "d"}, {"parameters", {{"type", "object"}}},
                {"execution", "external-service"}, {"service", {{"https", "https://example.com/tool"}}}};
   ASSERT_TRUE(st->install(*registry::parse_manifest(def)));
-  auto c = tasks::compile_call({std::nullopt, "svc", Value::object()}, st->resolver());
+  auto c = compile("svc", Value::object());
   ASSERT_TRUE(c);
   auto inv = invoke::run_call(*st, pool, c->task, {});
   ASSERT_FALSE(inv);

@@ -50,6 +50,9 @@ std::string short_id(const std::string& id);
 
 void add_tool_commands(CLI::App& app, Globals& g);
 void add_call_command(CLI::App& app, Globals& g);
+void add_run_command(CLI::App& app, Globals& g);
+void add_task_commands(CLI::App& app, Globals& g);
+void add_chat_commands(CLI::App& app, Globals& g);
 
 }  // namespace tycli
 

@@ -31,7 +31,7 @@ Value invocation_json(const taskyon::invoke::Invocation& inv) {
   Value logs = inv.result.content["toolResult"]["logs"];
   Value out = {{"task", inv.call.id},
                {"resultTask", inv.result.id},
-               {"tool", {{"name", inv.tool.name}, {"revision", inv.tool.id}}},
+               {"tool", {{"name", inv.tool.manifest.name}, {"revision", inv.tool.revision}}},
                {"settingsRevision", inv.call.settings_revision.value_or("")},
                {"status", sandbox::status_name(o.status)},
                {"logs", logs},
@@ -48,7 +48,7 @@ void print_human(const taskyon::invoke::Invocation& inv, bool verbose) {
   const auto& o = inv.outcome;
   if (verbose) {
     std::cerr << fmt::format("task     {}\ntool     {} {}\nsettings {}\nsandbox  {}{}\ntook     {} ms\n", inv.call.id,
-                             inv.tool.name, inv.tool.id, inv.call.settings_revision.value_or("-"),
+                             inv.tool.manifest.name, inv.tool.revision, inv.call.settings_revision.value_or("-"),
                              o.fresh_sandbox ? "started for this call" : "reused (retained)",
                              o.destroyed ? fmt::format(", then destroyed ({})", *o.destroyed) : std::string(),
                              o.duration.count());
@@ -58,7 +58,7 @@ void print_human(const taskyon::invoke::Invocation& inv, bool verbose) {
   if (inv.ok()) {
     std::cout << o.value.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   } else {
-    std::cerr << fmt::format("tycli: tool \"{}\" failed: {}: {}\n", inv.tool.name, sandbox::status_name(o.status),
+    std::cerr << fmt::format("tycli: tool \"{}\" failed: {}: {}\n", inv.tool.manifest.name, sandbox::status_name(o.status),
                              o.error);
   }
 }
@@ -86,7 +86,7 @@ int call(Globals& g, const CallArgs& a) {
     for (const auto& text : args) {
       auto value = json_argument(text, "--args");
       if (!value) return report(g, value.error());
-      auto compiled = tasks::compile_call({std::nullopt, a.tool, std::move(*value)}, st->resolver());
+      auto compiled = tasks::compile(tasks::function_call(a.tool, std::move(*value)), {{}, st->resolver()});
       if (!compiled) return report(g, compiled.error());
       calls.push_back(std::move(compiled->task));
     }

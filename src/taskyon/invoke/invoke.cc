@@ -29,6 +29,18 @@ Result<tasks::Task> result_task(const tasks::Task& call, const sandbox::CallOutc
   return t;
 }
 
+Result<tasks::ResolvedTool> pinned_tool(store::Store& store, const tasks::Task& call) {
+  const auto& pin = *call.tool_revision;
+  auto registered = store.revision(pin);
+  if (registered)
+    return tasks::ResolvedTool{registered->id, call.settings_revision.value_or(registry::empty_settings_revision()),
+                               std::move(registered->manifest)};
+  if (registered.error().code != Errc::not_found || !call.parent_id) return std::unexpected(registered.error());
+  auto lineage = store.lineage(*call.parent_id);
+  if (!lineage) return std::unexpected(lineage.error());
+  return tasks::pinned_in_lineage(pin, *lineage, store.resolver());
+}
+
 }  // namespace
 
 Result<Invocation> run_call(store::Store& store, sandbox::Pool& pool, const tasks::Task& call, const Options& options) {
@@ -37,17 +49,17 @@ Result<Invocation> run_call(store::Store& store, sandbox::Pool& pool, const task
   if (*kind != "functionCall") return fail(Errc::invalid_task, "this task is not a function call", call.id);
   if (!call.tool_revision) return fail(Errc::invalid_task, "this function call is not pinned to a tool revision", call.id);
 
-  auto tool = store.revision(*call.tool_revision);
+  auto tool = pinned_tool(store, call);
   if (!tool) return std::unexpected(tool.error());
   const auto& manifest = tool->manifest;
   if (manifest.execution != registry::Execution::sandboxed_code)
     return fail(Errc::bad_usage,
                 fmt::format("tool \"{}\" is a {} tool; this host runs sandboxed-code tools only", manifest.name,
                             registry::execution_name(manifest.execution)),
-                tool->id);
+                tool->revision);
 
   sandbox::CallRequest request;
-  request.tool = {tool->id, manifest.code};
+  request.tool = {tool->revision, manifest.code};
   request.args = call.content["functionCall"]["arguments"];
   request.timeout = options.timeout;
   request.mode = options.mode;

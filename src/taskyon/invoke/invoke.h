@@ -1,6 +1,8 @@
 // Running compiled calls: a function-call task runs on its pinned revision
 // (T2) — never on whatever the name points to now — and its record is stored:
-// the call task, and its tool-result task as a child.
+// the call task, and its tool-result task as a child. A pinned revision is
+// looked up in the registry, else among the tool definitions of the call's
+// ancestors (tree-defined tools never enter the registry, T6).
 //
 // A tool-result task: role "tool", parent the call's id, state Completed or
 // Error, content {"toolResult": {"result": VALUE, "logs": [...]}} or
@@ -13,6 +15,7 @@
 #include "taskyon/base/error.h"
 #include "taskyon/sandbox/pool.h"
 #include "taskyon/store/store.h"
+#include "taskyon/tasks/scope.h"
 #include "taskyon/tasks/task.h"
 
 namespace taskyon::invoke {
@@ -25,14 +28,15 @@ struct Options {
 struct Invocation {
   tasks::Task call;              // as stored (state of this run)
   tasks::Task result;            // the tool-result task, stored
-  store::RevisionRecord tool;    // the pinned revision that ran
+  tasks::ResolvedTool tool;      // the pinned revision that ran
   sandbox::CallOutcome outcome;  // how the sandbox call ended
   bool ok() const { return outcome.status == sandbox::Status::ok; }
 };
 
 // Runs a stored or freshly compiled function-call task and stores the call and
 // its result. Errors: Errc::invalid_task (not a pinned function call),
-// Errc::not_found / Errc::integrity (the pinned revision), Errc::bad_usage (an
+// Errc::not_found / Errc::integrity (the pinned revision or the call's
+// lineage), Errc::bad_usage (an
 // execution class this host cannot run), machinery errors from the pool.
 // A tool that fails is not an Error: see Invocation::outcome.
 Result<Invocation> run_call(store::Store& store, sandbox::Pool& pool, const tasks::Task& call, const Options& options);

@@ -144,6 +144,8 @@ Result<Manifest> parse_manifest(const json::Value& d) {
   return m;
 }
 
+std::string empty_settings_revision() { return json::content_id("{}"); }
+
 Result<std::string> revision_id(const Manifest& manifest) { return json::content_id_of(manifest.definition); }
 
 }  // namespace taskyon::registry

@@ -47,6 +47,10 @@ Result<Manifest> parse_manifest(const json::Value& definition);
 // The revision id of a manifest: content_id_of(definition) (DESIGN §2).
 Result<std::string> revision_id(const Manifest& manifest);
 
+// The settings revision of a tool without settings: content id of "{}".
+// Per-tool settings objects are content-addressed like manifests.
+std::string empty_settings_revision();
+
 // True if `name` matches ^[a-zA-Z0-9_-]{1,64}$.
 bool is_valid_tool_name(std::string_view name);
 

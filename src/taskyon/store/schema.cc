@@ -59,7 +59,12 @@ WHEN NEW.kind = 'functionCall' AND NEW.state = 'Completed' AND NEW.tool_revision
 BEGIN SELECT RAISE(ABORT, 'T3: a completed function call must be pinned to a tool revision'); END;
 )sql";
 
-constexpr std::array<std::string_view, kSchemaVersion> kMigrations = {kMigration1};
+// Labels of a task (part of its identity): a canonical JSON array of strings.
+constexpr std::string_view kMigration2 = R"sql(
+ALTER TABLE tasks ADD COLUMN labels TEXT NOT NULL DEFAULT '[]';
+)sql";
+
+constexpr std::array<std::string_view, kSchemaVersion> kMigrations = {kMigration1, kMigration2};
 
 }  // namespace
 

@@ -13,7 +13,7 @@
 
 namespace taskyon::store {
 
-inline constexpr int kSchemaVersion = 1;
+inline constexpr int kSchemaVersion = 2;
 
 // Brings the database to kSchemaVersion, each step in its own transaction.
 // Errc::store if the file has a newer schema than this build knows.

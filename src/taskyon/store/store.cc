@@ -63,8 +63,6 @@ Result<std::string> default_db_path() {
   return (home / "taskyon.db").string();
 }
 
-std::string empty_settings_revision() { return json::content_id("{}"); }
-
 Result<Store> Store::open(const std::string& path) {
   namespace fs = std::filesystem;
   std::error_code ec;
@@ -248,7 +246,7 @@ tasks::ToolResolver Store::resolver() {
   return [this](std::string_view ref) -> Result<tasks::ResolvedTool> {
     auto rev = resolve(ref);
     if (!rev) return std::unexpected(rev.error());
-    return tasks::ResolvedTool{rev->id, empty_settings_revision(), std::move(rev->manifest)};
+    return tasks::ResolvedTool{rev->id, registry::empty_settings_revision(), std::move(rev->manifest)};
   };
 }
 

@@ -53,9 +53,6 @@ enum class Activate { if_unbound, always };
 // else ~/.local/share/taskyon. Errc::io if HOME is unset too.
 Result<std::string> default_db_path();
 
-// The settings revision of a tool without settings: content id of "{}".
-std::string empty_settings_revision();
-
 class Store {
  public:
   // Opens (creating if absent, with parent directories) and migrates.
@@ -87,6 +84,12 @@ class Store {
   Result<void> put_tasks(const std::vector<tasks::Task>& batch);
   Result<tasks::Task> task(std::string_view id_or_prefix);
   Result<std::vector<tasks::Task>> children(std::string_view id);
+  // The task and its ancestors, root first, each verified (R2, T4).
+  Result<std::vector<tasks::Task>> lineage(std::string_view id);
+  // Tasks without a parent, oldest first.
+  Result<std::vector<tasks::Task>> roots();
+  // Names with an active binding, sorted.
+  Result<std::vector<std::string>> active_names();
 
   sql::Database& database() { return db_; }
 

@@ -8,7 +8,8 @@
 namespace taskyon::store {
 namespace {
 
-constexpr std::string_view kTaskColumns = "id, parent_id, role, content, state, tool_revision, settings_revision";
+constexpr std::string_view kTaskColumns =
+    "id, parent_id, role, content, state, tool_revision, settings_revision, labels";
 
 // Rebuilds a task from a row and checks it still hashes to its id (R2, T4).
 Result<tasks::Task> load_task(sql::Statement& stmt) {
@@ -25,6 +26,13 @@ Result<tasks::Task> load_task(sql::Statement& stmt) {
   t.state = *state;
   t.tool_revision = stmt.optional_text(5);
   t.settings_revision = stmt.optional_text(6);
+  auto labels = json::parse(stmt.text(7));
+  if (!labels || !labels->is_array())
+    return fail(Errc::integrity, fmt::format("task {} is tampered: its labels are not a JSON array", t.id), t.id);
+  for (const auto& l : *labels) {
+    if (!l.is_string()) return fail(Errc::integrity, fmt::format("task {} is tampered: a label is not a string", t.id), t.id);
+    t.labels.push_back(l.get<std::string>());
+  }
   if (auto ok = tasks::check_invariants(t); !ok)
     return fail(Errc::integrity, fmt::format("task {} is tampered: {}", t.id, ok.error().message), t.id);
   return t;
@@ -41,12 +49,12 @@ Result<void> Store::put_tasks(const std::vector<tasks::Task>& batch) {
     auto content = json::canonicalize(t.content);
     if (!content) return std::unexpected(content.error());
     auto stmt = db_.prepare(
-        "INSERT INTO tasks(id, parent_id, role, kind, content, state, tool_revision, settings_revision, created_at) "
-        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT(id) DO NOTHING");
+        "INSERT INTO tasks(id, parent_id, role, kind, content, state, tool_revision, settings_revision, created_at, "
+        "labels) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) ON CONFLICT(id) DO NOTHING");
     if (!stmt) return std::unexpected(stmt.error());
     stmt->bind(1, t.id).bind_nullable(2, t.parent_id).bind(3, tasks::role_name(t.role)).bind(4, *kind).bind(5, *content);
     stmt->bind(6, tasks::state_name(t.state)).bind_nullable(7, t.tool_revision).bind_nullable(8, t.settings_revision);
-    stmt->bind(9, now_iso8601());
+    stmt->bind(9, now_iso8601()).bind(10, *json::canonicalize(json::Value(t.labels)));
     if (auto r = stmt->run(); !r) return fail(r.error().code, r.error().message, t.id);
   }
   return tx->commit();
@@ -68,10 +76,11 @@ Result<tasks::Task> Store::task(std::string_view id_or_prefix) {
   return load_task(*stmt);
 }
 
-Result<std::vector<tasks::Task>> Store::children(std::string_view id) {
-  auto stmt = db_.prepare(fmt::format("SELECT {} FROM tasks WHERE parent_id = ?1 ORDER BY created_at, id", kTaskColumns));
+namespace {
+
+Result<std::vector<tasks::Task>> load_all(Result<sql::Statement> stmt, std::optional<std::string_view> id) {
   if (!stmt) return std::unexpected(stmt.error());
-  stmt->bind(1, id);
+  if (id) stmt->bind(1, *id);
   std::vector<tasks::Task> out;
   for (;;) {
     auto row = stmt->step();
@@ -82,6 +91,44 @@ Result<std::vector<tasks::Task>> Store::children(std::string_view id) {
     out.push_back(std::move(*t));
   }
   return out;
+}
+
+}  // namespace
+
+Result<std::vector<tasks::Task>> Store::children(std::string_view id) {
+  return load_all(db_.prepare(fmt::format("SELECT {} FROM tasks WHERE parent_id = ?1 ORDER BY rowid", kTaskColumns)),
+                  id);
+}
+
+Result<std::vector<tasks::Task>> Store::roots() {
+  return load_all(db_.prepare(fmt::format("SELECT {} FROM tasks WHERE parent_id IS NULL ORDER BY rowid", kTaskColumns)),
+                  std::nullopt);
+}
+
+Result<std::vector<tasks::Task>> Store::lineage(std::string_view id) {
+  auto path = load_all(
+      db_.prepare(fmt::format("WITH RECURSIVE up(id, depth) AS ("
+                              "  SELECT id, 0 FROM tasks WHERE id = ?1"
+                              "  UNION ALL SELECT t.parent_id, up.depth + 1 FROM tasks t JOIN up ON t.id = up.id"
+                              "  WHERE t.parent_id IS NOT NULL AND up.depth < 100000) "
+                              "SELECT {} FROM tasks JOIN up USING (id) ORDER BY up.depth DESC",
+                              kTaskColumns)),
+      id);
+  if (!path) return path;
+  if (path->empty()) return fail(Errc::not_found, fmt::format("no task {}", id), std::string(id));
+  if (path->front().parent_id)
+    return fail(Errc::integrity, fmt::format("the lineage of {} is broken: {} is missing", id, *path->front().parent_id),
+                std::string(id));
+  return path;
+}
+
+Result<std::vector<std::string>> Store::active_names() {
+  auto tools = this->tools();
+  if (!tools) return std::unexpected(tools.error());
+  std::vector<std::string> names;
+  for (const auto& t : *tools)
+    if (!t.active_revision.empty()) names.push_back(t.name);
+  return names;
 }
 
 }  // namespace taskyon::store

@@ -4,25 +4,65 @@
 
 namespace taskyon::tasks {
 
-Result<CompiledCall> compile_call(const CallDraft& draft, const ToolResolver& resolve) {
-  if (!draft.arguments.is_object())
-    return fail(Errc::invalid_arguments, "arguments must be a JSON object of named arguments", "/arguments");
-  auto tool = resolve(draft.tool);
-  if (!tool) return std::unexpected(tool.error());
-  if (auto valid = registry::validate_arguments(tool->manifest.parameters, draft.arguments); !valid)
-    return std::unexpected(valid.error());
+namespace {
 
+// A tool name resolves in the lexical scope; a revision id or prefix (not a
+// valid tool name) only in the registry.
+Result<VisibleTool> resolve_call_target(const std::string& ref, const Scope& scope) {
+  if (registry::is_valid_tool_name(ref)) return resolve_in_scope(ref, scope.lineage, scope.registry);
+  auto tool = scope.registry(ref);
+  if (!tool) return std::unexpected(tool.error());
+  return VisibleTool{std::move(*tool), std::nullopt};
+}
+
+}  // namespace
+
+Draft function_call(std::string tool, json::Value arguments) {
+  return {Role::assistant, {{"functionCall", {{"name", std::move(tool)}, {"arguments", std::move(arguments)}}}}, {}};
+}
+
+Result<Compiled> compile(const Draft& draft, const Scope& scope) {
   Task task;
-  task.parent_id = draft.parent_id;
-  task.role = Role::assistant;
-  task.content = {{"functionCall", {{"name", tool->manifest.name}, {"arguments", draft.arguments}}}};
+  task.parent_id = scope.lineage.empty() ? std::nullopt : std::optional<std::string>(scope.lineage.back().id);
+  task.role = draft.role;
+  task.content = draft.content;
+  task.labels = draft.labels;
   task.state = State::open;
-  task.tool_revision = tool->revision;
-  task.settings_revision = tool->settings_revision;
+
+  std::optional<VisibleTool> tool;
+  const auto kind = content_kind(draft.content);
+  if (!kind) return std::unexpected(kind.error());
+  if (*kind == "functionCall") {
+    // The name may be a registry revision id or prefix (tycli call REV); those
+    // are not valid tool names, so check the shape after resolving.
+    const auto& call = draft.content["functionCall"];
+    if (!call.is_object() || !call.contains("name") || !call["name"].is_string())
+      return fail(Errc::invalid_task, "functionCall.name must be a string", "/content/functionCall/name");
+    const auto ref = call["name"].get<std::string>();
+    auto resolved = resolve_call_target(ref, scope);
+    if (!resolved) return std::unexpected(resolved.error());
+    task.content["functionCall"]["name"] = resolved->tool.manifest.name;
+    task.tool_revision = resolved->tool.revision;
+    task.settings_revision = resolved->tool.settings_revision;
+    tool = std::move(*resolved);
+  }
+  if (auto shape = check_content(task.role, task.content); !shape) return std::unexpected(shape.error());
+  if (*kind == "toolResult")
+    return fail(Errc::invalid_task, "tool results are made by running a call, not compiled from drafts",
+                "/content/toolResult");
+  if (*kind == "toolDefinition") {
+    if (auto defined = defined_tool(task, scope.registry); !defined) return std::unexpected(defined.error());
+  }
+  if (tool) {
+    if (auto valid = registry::validate_arguments(tool->tool.manifest.parameters,
+                                                  task.content["functionCall"]["arguments"]);
+        !valid)
+      return std::unexpected(valid.error());
+  }
   auto id = compute_id(task);
   if (!id) return std::unexpected(id.error());
   task.id = *id;
-  return CompiledCall{std::move(task), std::move(*tool)};
+  return Compiled{std::move(task), std::move(tool)};
 }
 
 }  // namespace taskyon::tasks

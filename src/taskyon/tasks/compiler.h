@@ -1,45 +1,50 @@
-// Compilation of function-call drafts into pinned, hashed tasks (DESIGN §4,
-// T1). Compilation resolves the tool, pins its revision and settings revision,
-// validates the arguments against the tool's parameters, and only then hashes.
-// The compiler reads the registry through a ToolResolver, so it depends on no
-// store; the store provides one (store::Store::resolver()).
+// Compilation of drafts into hashed tasks (DESIGN §4). A draft is a task
+// without id and pins. Compilation (core only, never in a sandbox):
+//   1. checks the draft's shape (check_content);
+//   2. for a function call: resolves the name in the draft's lexical scope
+//      (scope.h), pins toolRevision and settingsRevision (T1), and validates
+//      the arguments against the tool's parameters;
+//      for a tool definition: admits only sandboxed JavaScript or a binding to
+//      a full registry revision id (T7);
+//   3. hashes the identity, parent id included, into the task id (T4).
 #pragma once
 
-#include <functional>
 #include <optional>
 #include <string>
-#include <string_view>
+#include <vector>
 
 #include "taskyon/base/error.h"
 #include "taskyon/json/json.h"
-#include "taskyon/registry/manifest.h"
+#include "taskyon/tasks/scope.h"
 #include "taskyon/tasks/task.h"
 
 namespace taskyon::tasks {
 
-// A tool as the registry resolves it: the pinned revision and its manifest.
-struct ResolvedTool {
-  std::string revision;           // "sha256:…"
-  std::string settings_revision;  // "sha256:…" of the tool's settings object
-  registry::Manifest manifest;
+struct Draft {
+  Role role = Role::user;
+  json::Value content;  // see task.h
+  std::vector<std::string> labels;
 };
 
-// Resolves a name (active binding), a full revision id, or a unique prefix.
-using ToolResolver = std::function<Result<ResolvedTool>(std::string_view ref)>;
-
-struct CallDraft {
-  std::optional<std::string> parent_id;
-  std::string tool;                                   // name, revision id or prefix
-  json::Value arguments = json::Value::object();
+// Where a draft is compiled: its parent and what is visible there.
+struct Scope {
+  std::vector<Task> lineage;  // the parent's lineage, root first, parent last; empty for a root
+  ToolResolver registry;      // the registry's active bindings and revisions
 };
 
-struct CompiledCall {
-  Task task;            // role assistant, content functionCall, state Open, pinned and hashed
-  ResolvedTool tool;    // what the call is pinned to
+struct Compiled {
+  Task task;                         // state Open, hashed
+  std::optional<VisibleTool> tool;   // function calls: what the call is pinned to
 };
 
-// Errors: from the resolver (not_found, ambiguous, integrity), Errc::invalid_arguments
-// when the arguments break the schema, Errc::invalid_task for a non-object.
-Result<CompiledCall> compile_call(const CallDraft& draft, const ToolResolver& resolve);
+// Errors: Errc::invalid_task (shape, role, T7), Errc::not_found (no visible
+// tool: the message names the tool and where it looked), Errc::ambiguous,
+// Errc::integrity, Errc::invalid_arguments (the message names each argument
+// and the rule it broke).
+Result<Compiled> compile(const Draft& draft, const Scope& scope);
+
+// A function-call draft for `tool` (a name, or for registry tools also a
+// revision id or prefix) with `arguments`.
+Draft function_call(std::string tool, json::Value arguments);
 
 }  // namespace taskyon::tasks

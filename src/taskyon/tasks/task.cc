@@ -65,6 +65,7 @@ Result<std::string> content_kind(const json::Value& content) {
 json::Value identity(const Task& task) {
   json::Value id = {{"role", role_name(task.role)}, {"content", task.content}};
   if (task.parent_id) id["parentId"] = *task.parent_id;
+  if (!task.labels.empty()) id["labels"] = task.labels;
   if (task.tool_revision) id["toolRevision"] = *task.tool_revision;
   if (task.settings_revision) id["settingsRevision"] = *task.settings_revision;
   return id;
@@ -73,8 +74,8 @@ json::Value identity(const Task& task) {
 Result<std::string> compute_id(const Task& task) { return json::content_id_of(identity(task)); }
 
 Result<void> check_invariants(const Task& task) {
-  auto kind = content_kind(task.content);
-  if (!kind) return std::unexpected(kind.error());
+  if (auto shape = check_content(task.role, task.content); !shape) return shape;
+  const auto kind = content_kind(task.content);
   if (*kind == "functionCall" && task.state == State::completed && !task.tool_revision)
     return fail(Errc::invalid_task,
                 "T3: a completed function call must be pinned to a tool revision (toolRevision is missing)",

@@ -2,21 +2,25 @@
 // its identity: role, content, parent id and pinned revisions (T4), so a task
 // id fixes the whole chain above it, as a git commit id does.
 //
-// Identity (hashed, RFC 8785): {"role", "content", "parentId"?, "toolRevision"?,
-// "settingsRevision"?} with absent optionals left out. The state is an
-// execution record kept beside the identity, not part of it: a call's id is
-// known when it is compiled, before it runs.
+// Identity (hashed, RFC 8785): {"role", "content", "parentId"?, "labels"?,
+// "toolRevision"?, "settingsRevision"?} with absent optionals (and empty
+// labels) left out. The state is an execution record kept beside the
+// identity, not part of it: a call's id is known when it is compiled, before
+// it runs. docs/tasks.md shows every form with examples.
 //
 // Content is a JSON object with exactly one member naming its kind:
-//   {"message": STRING}
-//   {"functionCall": {"name": STRING, "arguments": OBJECT}}
-//   {"toolResult": {"result": VALUE} | {"error": {"code": STRING, "message": STRING}},
-//                   plus "logs": [{"level": STRING, "text": STRING}, …]}
+//   {"message": STRING}                                  role system|user|assistant
+//   {"functionCall": {"name": NAME, "arguments": OBJECT}} role assistant
+//   {"toolResult": {"result": VALUE | "error": {"code": STRING, "message": STRING},
+//                   "logs": [{"level": STRING, "text": STRING}, …]}}   role tool
+//   {"toolDefinition": {"definition": MANIFEST}}         role system|user|assistant
+//   {"toolDefinition": {"binding": {"revision": "sha256:…"}}}
 #pragma once
 
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "taskyon/base/error.h"
 #include "taskyon/json/json.h"
@@ -35,6 +39,7 @@ struct Task {
   std::string id;                              // "sha256:…" of the identity
   std::optional<std::string> parent_id;
   Role role = Role::user;
+  std::vector<std::string> labels;             // free-form tags, part of the identity
   json::Value content;                         // see above
   State state = State::open;
   std::optional<std::string> tool_revision;    // function calls: pinned tool revision
@@ -45,15 +50,19 @@ struct Task {
 // Errc::invalid_task if content is not an object with exactly one known member.
 Result<std::string> content_kind(const json::Value& content);
 
+// Checks the content's shape for its kind and that the role may hold it.
+// Errc::invalid_task, `where` a JSON pointer under "/content".
+Result<void> check_content(Role role, const json::Value& content);
+
 // The hashed identity object of a task (see above).
 json::Value identity(const Task& task);
 
 // content_id_of(identity(task)).
 Result<std::string> compute_id(const Task& task);
 
-// The invariants persistence enforces: the id is the hash of the identity
-// (T4; Errc::integrity), and a function call in state Completed has a tool
-// revision (T3; Errc::invalid_task).
+// The invariants persistence enforces: the content's shape (check_content),
+// a function call in state Completed has a tool revision (T3;
+// Errc::invalid_task), and the id is the hash of the identity (T4; Errc::integrity).
 Result<void> check_invariants(const Task& task);
 
 }  // namespace taskyon::tasks

@@ -1,0 +1,34 @@
+// Chat projection of the task tree (DESIGN §4, T8, T9): what a model provider
+// sees, and ordinary copies of a conversation. A path is the lineage of one
+// node, root first. Definition nodes never appear in messages or copies; the
+// model sees tools only as reduced signatures.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "taskyon/base/error.h"
+#include "taskyon/json/json.h"
+#include "taskyon/tasks/scope.h"
+#include "taskyon/tasks/task.h"
+
+namespace taskyon::tasks {
+
+// OpenAI `tools` list: [{"type": "function", "function": {"name",
+// "description", "parameters"}}] — nothing else of the manifest (T8).
+json::Value tools_for_completion(const std::vector<VisibleTool>& tools);
+
+// OpenAI chat messages for a path (T9): messages as {"role", "content"},
+// calls as assistant "tool_calls" (id "call_" + 24 hex digits of the call's
+// task id, arguments as a JSON string), results as {"role": "tool",
+// "tool_call_id", "content"} with the result (or "error <code>: <message>") as
+// JSON text. Tool output is untrusted data and is passed as content only.
+json::Value model_messages(const std::vector<Task>& path);
+
+// An ordinary copy of the conversation without definition nodes, ids or
+// revisions: JSON [{"role", "message"|"functionCall"|"toolResult"}] ...
+json::Value copy_chat_json(const std::vector<Task>& path);
+// ... or Markdown, one paragraph per task.
+std::string copy_chat_markdown(const std::vector<Task>& path);
+
+}  // namespace taskyon::tasks

@@ -1,0 +1,104 @@
+// tycli run FILE: the main job — compile a conversation file into the task
+// tree, run its calls in their sandboxes, and print the tree.
+#include <iostream>
+#include <map>
+#include <memory>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "cli.h"
+#include "taskyon/invoke/conversation.h"
+#include "tree.h"
+
+namespace tycli {
+namespace {
+
+using taskyon::json::Value;
+namespace invoke = taskyon::invoke;
+
+struct RunArgs {
+  std::string file;
+  long long timeout_ms = 10000;
+};
+
+Value step_json(const invoke::Step& s) {
+  Value out = {{"index", s.index}, {"task", s.task.id}, {"reused", s.reused}};
+  if (s.tool) out["tool"] = {{"name", s.tool->manifest.name}, {"revision", s.tool->revision}};
+  if (s.result) {
+    out["result"] = s.result->id;
+    out["state"] = taskyon::tasks::state_name(s.result->state);
+  }
+  return out;
+}
+
+int run(Globals& g, const RunArgs& a) {
+  if (a.timeout_ms <= 0)
+    return report(g, {taskyon::Errc::bad_usage, "--timeout must be a positive number of milliseconds", "--timeout"});
+  auto file = read_json_file(a.file);
+  if (!file) return report(g, file.error());
+  auto entries = taskyon::tasks::parse_conversation(*file);
+  if (!entries) {
+    auto e = entries.error();
+    e.where = a.file + ": " + e.where;
+    return report(g, e);
+  }
+  auto st = open_store(g);
+  if (!st) return report(g, st.error());
+  taskyon::sandbox::Pool pool;
+  auto result = invoke::run_conversation(*st, pool, *entries, {std::chrono::milliseconds(a.timeout_ms)});
+  if (!result) {
+    auto e = result.error();
+    e.where = a.file + ": " + e.where;
+    return report(g, e);
+  }
+
+  // Every root the run touched, in order, and how each task came to be.
+  std::vector<std::string> roots;
+  std::map<std::string, std::string> marks;
+  std::size_t created = 0, ran = 0;
+  for (const auto& s : result->steps) {
+    auto lineage = st->lineage(s.task.id);
+    if (!lineage) return report(g, lineage.error());
+    if (std::find(roots.begin(), roots.end(), lineage->front().id) == roots.end()) roots.push_back(lineage->front().id);
+    marks[s.task.id] = s.reused ? "" : "  (new)";
+    created += s.reused ? 0 : 1;
+    if (s.outcome) {
+      ++ran;
+      ++created;
+      marks[s.result->id] = "  (new)";
+    }
+  }
+  if (g.json) {
+    Value steps = Value::array();
+    for (const auto& s : result->steps) steps.push_back(step_json(s));
+    print_json({{"steps", steps}, {"roots", roots}, {"created", created}, {"callsRun", ran}});
+  } else {
+    for (const auto& root : roots) {
+      auto t = st->task(root);
+      if (!t) return report(g, t.error());
+      auto printed = print_tree(*st, *t, [&](const taskyon::tasks::Task& x) {
+        auto it = marks.find(x.id);
+        return it == marks.end() ? std::string() : it->second;
+      });
+      if (!printed) return report(g, printed.error());
+    }
+    std::cout << fmt::format("{} entries: {} task(s) new, {} call(s) run{}\n", result->steps.size(), created, ran,
+                             created == 0 ? " — everything was already stored (same ids)" : "");
+  }
+  return result->tools_ok() ? kExitOk : kExitToolFailed;
+}
+
+}  // namespace
+
+void add_run_command(CLI::App& app, Globals& g) {
+  auto a = std::make_shared<RunArgs>();
+  auto* r = app.add_subcommand("run", "run a conversation file: compile, pin, run the calls, print the tree");
+  r->add_option("file", a->file, "conversation file (a JSON array of drafts, see docs/tasks.md)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  r->add_option("--timeout", a->timeout_ms, "per call, in ms (default 10000)");
+  r->callback([&g, a] { g.exit_code = guarded(g, [&] { return run(g, *a); }); });
+}
+
+}  // namespace tycli

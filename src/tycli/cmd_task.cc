@@ -1,0 +1,77 @@
+// tycli task show ID | tycli task tree [ROOT]
+#include <iostream>
+#include <memory>
+
+#include "cli.h"
+#include "tree.h"
+
+namespace tycli {
+namespace {
+
+using taskyon::json::Value;
+
+int show(Globals& g, const std::string& ref) {
+  auto st = open_store(g);
+  if (!st) return report(g, st.error());
+  auto t = st->task(ref);  // verified: a tampered row is an integrity error, never shown as valid
+  if (!t) return report(g, t.error());
+  if (g.json) {
+    print_json(task_json(*t));
+    return kExitOk;
+  }
+  std::cout << "id        " << t->id << "\n"
+            << "parent    " << t->parent_id.value_or("-") << "\n"
+            << "role      " << taskyon::tasks::role_name(t->role) << "\n"
+            << "state     " << taskyon::tasks::state_name(t->state) << "\n";
+  if (!t->labels.empty()) std::cout << "labels    " << Value(t->labels).dump() << "\n";
+  if (t->tool_revision) std::cout << "tool      " << *t->tool_revision << "\n";
+  if (t->settings_revision) std::cout << "settings  " << *t->settings_revision << "\n";
+  std::cout << "content   " << t->content.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+  return kExitOk;
+}
+
+int tree(Globals& g, const std::string& ref) {
+  auto st = open_store(g);
+  if (!st) return report(g, st.error());
+  std::vector<taskyon::tasks::Task> roots;
+  if (ref.empty()) {
+    auto r = st->roots();
+    if (!r) return report(g, r.error());
+    roots = std::move(*r);
+  } else {
+    auto t = st->task(ref);
+    if (!t) return report(g, t.error());
+    roots.push_back(std::move(*t));
+  }
+  if (g.json) {
+    Value out = Value::array();
+    for (const auto& r : roots) {
+      auto node = tree_json(*st, r);
+      if (!node) return report(g, node.error());
+      out.push_back(std::move(*node));
+    }
+    print_json(out);
+    return kExitOk;
+  }
+  if (roots.empty()) std::cout << "no tasks yet (try `tycli run examples/conversations/<file>.json`)\n";
+  for (const auto& r : roots)
+    if (auto p = print_tree(*st, r, [](const auto&) { return std::string(); }); !p) return report(g, p.error());
+  return kExitOk;
+}
+
+}  // namespace
+
+void add_task_commands(CLI::App& app, Globals& g) {
+  auto* task = app.add_subcommand("task", "inspect stored tasks");
+  task->require_subcommand(1);
+  auto id = std::make_shared<std::string>();
+  auto* sh = task->add_subcommand("show", "one task, verified against its content address");
+  sh->add_option("id", *id, "task id or unique prefix (>= 12 hex digits)")->required();
+  sh->callback([&g, id] { g.exit_code = guarded(g, [&] { return show(g, *id); }); });
+  auto root = std::make_shared<std::string>();
+  auto* tr = task->add_subcommand("tree", "the task tree under ROOT (default: every root)");
+  tr->add_option("root", *root, "task id or unique prefix");
+  tr->callback([&g, root] { g.exit_code = guarded(g, [&] { return tree(g, *root); }); });
+}
+
+}  // namespace tycli

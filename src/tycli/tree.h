@@ -1,0 +1,29 @@
+// Printing tasks and task trees for people and as JSON.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "taskyon/json/json.h"
+#include "taskyon/store/store.h"
+#include "taskyon/tasks/task.h"
+
+namespace tycli {
+
+// The task as JSON: {"id", "parentId", "role", "state", "labels", "content",
+// "toolRevision", "settingsRevision"} (absent values null).
+taskyon::json::Value task_json(const taskyon::tasks::Task& task);
+
+// One line for a task: short id, role, and what it holds (message text,
+// call and pinned revision, result, definition and its revision).
+std::string task_line(const taskyon::tasks::Task& task);
+
+// Prints the tree under `root` with box-drawing branches; `mark` may add a
+// suffix per task (e.g. "new"). Errors from loading children are returned.
+taskyon::Result<void> print_tree(taskyon::store::Store& store, const taskyon::tasks::Task& root,
+                                 const std::function<std::string(const taskyon::tasks::Task&)>& mark);
+
+// The tree under `root` as nested JSON: task_json plus "children".
+taskyon::Result<taskyon::json::Value> tree_json(taskyon::store::Store& store, const taskyon::tasks::Task& root);
+
+}  // namespace tycli
