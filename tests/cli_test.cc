@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <functional>
 #include <thread>
 
 #include "test_util.h"
@@ -169,6 +170,116 @@ TEST_F(Cli, NothingStaysRunningAfterSigintOrSigterm) {
   install(home.write("stuck.json", testing::js_tool("stuck", "() => { while (true) {} }").dump()));
   expect_no_sandbox_after_signal(home, SIGINT);
   expect_no_sandbox_after_signal(home, SIGTERM);
+}
+
+}  // namespace
+}  // namespace taskyon
+
+namespace taskyon {
+namespace {
+
+const std::string kConversations = std::string(TASKYON_SOURCE_DIR) + "/examples/conversations/";
+
+class CliTree : public Cli {
+ protected:
+  void SetUp() override {
+    for (auto f : {"add", "uppercase", "text_stats", "json_path", "counter"}) install(kExamples + f + ".json");
+  }
+  testing::CommandResult sqlite(const std::string& sql) {
+    return testing::run_command({"sqlite3", (home.path() / "taskyon.db").string(), sql}, home.path());
+  }
+  // The id of the task whose line in `tycli task tree` contains `needle`.
+  std::string task_with(const std::string& needle) {
+    auto tree = tycli({"--json", "task", "tree"});
+    std::string found;
+    std::function<void(const json::Value&)> walk = [&](const json::Value& n) {
+      if (n["content"].dump().find(needle) != std::string::npos && found.empty()) found = n["id"];
+      for (const auto& c : n["children"]) walk(c);
+    };
+    const auto roots = *json::parse(tree.out);
+    for (const auto& root : roots) walk(root);
+    EXPECT_FALSE(found.empty()) << needle;
+    return found;
+  }
+};
+
+TEST_F(CliTree, RunTwiceGivesTheSameIdsAndNoDuplicateRows) {
+  auto first = tycli({"--json", "run", kConversations + "registry-tools.json"});
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  const auto rows = sqlite("SELECT COUNT(*) FROM tasks").out;
+  auto second = tycli({"--json", "run", kConversations + "registry-tools.json"});
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  auto a = *json::parse(first.out), b = *json::parse(second.out);
+  ASSERT_EQ(a["steps"].size(), b["steps"].size());
+  for (std::size_t i = 0; i < a["steps"].size(); ++i) EXPECT_EQ(a["steps"][i]["task"], b["steps"][i]["task"]);
+  EXPECT_EQ(b["created"], 0);
+  EXPECT_EQ(b["callsRun"], 0);
+  EXPECT_EQ(sqlite("SELECT COUNT(*) FROM tasks").out, rows);
+}
+
+TEST_F(CliTree, DatabaseRefusesAnUpdateWithTheTriggersMessage) {
+  ASSERT_EQ(tycli({"run", kConversations + "scoped-tools.json"}).exit_code, 0);
+  auto r = sqlite("UPDATE tasks SET state = 'Error'");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("T4: stored tasks are immutable"), std::string::npos) << r.err;
+  auto d = sqlite("DELETE FROM revisions");
+  EXPECT_NE(d.err.find("R2: stored revisions are immutable"), std::string::npos) << d.err;
+}
+
+TEST_F(CliTree, ARowEditedBehindTheStoresBackIsReportedTampered) {  // R2
+  ASSERT_EQ(tycli({"run", kConversations + "scoped-tools.json"}).exit_code, 0);
+  const auto id = task_with("German invoice shows");
+  ASSERT_EQ(sqlite("DROP TRIGGER tasks_no_update; UPDATE tasks SET content = "
+                   "'{\"message\":\"The German invoice shows 0,00.\"}' WHERE id = '" + id + "'")
+                .exit_code,
+            0);
+  auto show = tycli({"task", "show", id});
+  EXPECT_EQ(show.exit_code, 2);
+  EXPECT_NE(show.err.find("tampered"), std::string::npos) << show.err;
+  EXPECT_EQ(show.out, "");
+  EXPECT_NE(tycli({"chat", "copy", "--at", id}).err.find("tampered"), std::string::npos);
+}
+
+TEST_F(CliTree, ChatMessagesAndCopiesCarryNoTraceOfDefinitions) {  // T9
+  ASSERT_EQ(tycli({"run", kConversations + "scoped-tools.json"}).exit_code, 0);
+  const auto at = task_with("German invoice shows");
+  auto tree = *json::parse(tycli({"--json", "task", "tree"}).out);
+  std::vector<std::string> definition_ids;
+  std::function<void(const json::Value&)> walk = [&](const json::Value& n) {
+    if (n["content"].contains("toolDefinition")) {
+      definition_ids.push_back(n["id"]);
+      definition_ids.push_back(*json::content_id_of(n["content"]["toolDefinition"]["definition"]));
+    }
+    for (const auto& c : n["children"]) walk(c);
+  };
+  walk(tree[0]);
+  ASSERT_EQ(definition_ids.size(), 4u);
+  for (const auto& args : std::vector<std::vector<std::string>>{{"chat", "messages", "--at", at},
+                                                                {"--json", "chat", "messages", "--at", at},
+                                                                {"chat", "copy", "--at", at},
+                                                                {"chat", "copy", "--at", at, "--format", "json"}}) {
+    auto r = tycli(args);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out.find("toFixed"), std::string::npos) << r.out;  // no code
+    EXPECT_EQ(r.out.find("toolDefinition"), std::string::npos);
+    for (const auto& id : definition_ids) EXPECT_EQ(r.out.find(id.substr(7, 12)), std::string::npos) << id;
+    EXPECT_NE(r.out.find("1.234.567,50"), std::string::npos) << r.out;
+  }
+  const auto tools = *json::parse(tycli({"--json", "chat", "tools", "--at", at}).out);
+  for (const auto& t : tools) EXPECT_EQ(t["function"].size(), 3u);  // name, description, parameters (T8)
+}
+
+TEST_F(CliTree, SiblingBranchCallFailsNamingTheToolAndWhereItLooked) {
+  auto r = tycli({"run", home.write("sibling.json", R"([
+    {"role": "user", "content": {"message": "root"}},
+    {"role": "system", "content": {"toolDefinition": {"definition": {"name": "only_here", "description": "d",
+      "parameters": {"type": "object"}, "execution": "sandboxed-code", "runtime": "javascript", "code": "() => 1"}}}},
+    {"role": "assistant", "parent": 0, "content": {"functionCall": {"name": "only_here", "arguments": {}}}}
+  ])")});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("no tool named \"only_here\" is visible here: looked in 1 ancestor task(s)"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("sibling.json: /2"), std::string::npos) << r.err;
 }
 
 }  // namespace

@@ -34,10 +34,8 @@ std::string TempDir::write(const std::string& name, const std::string& text) con
 namespace {
 
 // fork + execve of tycli with the minimal environment; out/err are dup'ed onto 1/2.
-int start(const std::vector<std::string>& args, const std::filesystem::path& home, int out, int err) {
+int start(std::vector<std::string> argv_s, const std::filesystem::path& home, int out, int err) {
   std::filesystem::create_directories(home / "tmp");
-  std::vector<std::string> argv_s = {TYCLI_PATH};
-  argv_s.insert(argv_s.end(), args.begin(), args.end());
   std::vector<char*> argv;
   for (auto& a : argv_s) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -52,7 +50,7 @@ int start(const std::vector<std::string>& args, const std::filesystem::path& hom
     dup2(devnull, 0);
     dup2(out >= 0 ? out : devnull, 1);
     dup2(err >= 0 ? err : devnull, 2);
-    execve(argv[0], argv.data(), envp.data());
+    execvpe(argv[0], argv.data(), envp.data());
     _exit(127);
   }
   return pid;
@@ -67,14 +65,24 @@ int wait_exit(int pid) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+std::vector<std::string> tycli_argv(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {TYCLI_PATH};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return argv;
+}
+
 int spawn_tycli(const std::vector<std::string>& args, const std::filesystem::path& home) {
-  return start(args, home, -1, -1);
+  return start(tycli_argv(args), home, -1, -1);
 }
 
 CommandResult run_tycli(const std::vector<std::string>& args, const std::filesystem::path& home) {
+  return run_command(tycli_argv(args), home);
+}
+
+CommandResult run_command(const std::vector<std::string>& argv, const std::filesystem::path& home) {
   int out[2], err[2];
   if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
-  const int pid = start(args, home, out[1], err[1]);
+  const int pid = start(argv, home, out[1], err[1]);
   close(out[1]);
   close(err[1]);
   CommandResult r;

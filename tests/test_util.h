@@ -37,6 +37,9 @@ struct CommandResult {
 // PATH from the test's own environment. Returns what it did.
 CommandResult run_tycli(const std::vector<std::string>& args, const std::filesystem::path& home);
 
+// Runs any program (found on PATH) the same way.
+CommandResult run_command(const std::vector<std::string>& argv, const std::filesystem::path& home);
+
 // Starts tycli the same way without waiting; stdout and stderr go to /dev/null.
 int spawn_tycli(const std::vector<std::string>& args, const std::filesystem::path& home);
 

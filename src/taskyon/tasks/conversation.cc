@@ -10,7 +10,7 @@ Result<ParentRef> parse_parent(const json::Value& entry, std::size_t i, const st
   if (!entry.contains("parent")) return ParentRef{};
   const auto& p = entry["parent"];
   const auto earlier = [&](const json::Value& n) -> Result<std::size_t> {
-    if (!n.is_number_unsigned() || n.get<std::size_t>() >= i)
+    if (!n.is_number_integer() || n.get<std::int64_t>() < 0 || n.get<std::uint64_t>() >= i)
       return fail(Errc::invalid_task, fmt::format("a parent must be an earlier entry (0 to {})", i == 0 ? 0 : i - 1), at);
     return n.get<std::size_t>();
   };
