@@ -48,3 +48,18 @@ run call uppercase --args '{"input": "  pinned call  "}'
 
 step "The stored call re-runs on its pinned revision (v1 keeps the spaces)"
 run call --task "$pinned" --verbose
+
+step "The main job: run a conversation with nested, scoped tool definitions"
+run run examples/conversations/scoped-tools.json
+
+step "Running it again finds the same tasks (content-addressed ids): nothing new"
+run run examples/conversations/scoped-tools.json | tail -n 1
+
+step "A binding pins the first uppercase revision inside its scope; outside it, the active v2 answers"
+run run examples/conversations/pinned-binding.json
+
+step "What the model sees at the end of the German branch: reduced signatures, no definition nodes"
+at=$("$tycli" --json run examples/conversations/scoped-tools.json |
+     grep -o '"index":8,"reused":true,"task":"sha256:[0-9a-f]*"' | grep -o 'sha256:[0-9a-f]*')
+run chat tools --at "${at:0:19}"
+run chat copy --at "${at:0:19}"
