@@ -12,6 +12,8 @@ packages=(
   libvalijson-dev                          # JSON Schema validation of call arguments
   json-schema-test-suite                   # draft-07 conformance vectors for the argument validator
   libseccomp-dev                           # sandbox hardening: the seccomp filter
+  libidn2-dev                              # fetch policy: IDNA (UTS #46) host names
+  libcurl4-openssl-dev                     # fetch: the mediated request
   libgtest-dev libgmock-dev libbenchmark-dev  # tests and benchmarks
 )
 
