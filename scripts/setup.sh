@@ -43,3 +43,16 @@ if ! command -v node >/dev/null 2>&1; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends nodejs >/dev/null
 fi
 echo "setup: node $(node --version)"
+
+# npm packages the tests use as real peers (package.json, locked in
+# package-lock.json), installed into ./node_modules without running their scripts.
+root=$(cd "$(dirname "$0")/.." && pwd)
+stamp="$root/node_modules/.taskyon-lock-sha256"
+want=$(sha256sum "$root/package-lock.json" | cut -d' ' -f1)
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  echo "setup: installing npm packages from package-lock.json"
+  (cd "$root" && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error >/dev/null)
+  echo "$want" > "$stamp"
+else
+  echo "setup: npm packages present"
+fi

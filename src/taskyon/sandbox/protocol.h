@@ -8,13 +8,13 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <expected>
 #include <optional>
 #include <string>
 #include <string_view>
 
 #include "taskyon/base/error.h"
+#include "taskyon/base/line_reader.h"
 #include "taskyon/json/json.h"
 
 namespace taskyon::sandbox::protocol {
@@ -55,31 +55,7 @@ std::expected<Frame, Violation> parse_load_reply(std::string_view line);
 // with ID the unsigned integer `id`. Anything else is a Violation.
 std::expected<Frame, Violation> parse_call_reply(std::string_view line, std::uint64_t id);
 
-// Splits bytes into '\n'-terminated lines of at most max_frame_bytes - 1 bytes.
-// It holds only bytes that actually arrived (at most the limit plus one fed
-// chunk); a line over the limit puts the reader in the overflow state for good.
-class LineReader {
- public:
-  explicit LineReader(std::size_t max_frame_bytes) : max_line_(max_frame_bytes > 0 ? max_frame_bytes - 1 : 0) {}
-
-  // Takes the next bytes. False when a line is (or has been) over the limit.
-  bool feed(std::string_view bytes);
-
-  // The next complete line, without its '\n'.
-  std::optional<std::string> next();
-
-  // True when bytes are held: complete lines not taken yet or a partial line.
-  bool holds_bytes() const { return start_ < buffer_.size(); }
-
-  bool overflowed() const { return overflow_; }
-
- private:
-  std::size_t max_line_;
-  std::string buffer_;
-  std::size_t start_ = 0;       // bytes before this were handed out
-  std::size_t line_begin_ = 0;  // start of the line not terminated yet
-  std::deque<std::size_t> ends_;  // positions of '\n' of complete lines not handed out
-  bool overflow_ = false;
-};
+// The bounded line reader (base/line_reader.h) the host reads child frames with.
+using LineReader = taskyon::LineReader;
 
 }  // namespace taskyon::sandbox::protocol
