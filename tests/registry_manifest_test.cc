@@ -99,6 +99,8 @@ TEST(Manifest, EachExecutionClassNeedsItsOwnFields) {
   v.erase("runtime");
   EXPECT_EQ(manifest_error(v).where, "/service");
   v["service"] = {{"mcp", {{"command", {"server"}}}}};
+  EXPECT_EQ(manifest_error(v).where, "/service/mcp/tool");
+  v["service"] = {{"mcp", {{"command", {"server"}}, {"tool", "echo"}}}};
   EXPECT_TRUE(parse_manifest(v));
 }
 
@@ -142,6 +144,35 @@ TEST(Arguments, RemoteReferencesAreNeverFetched) {
   auto r = check_parameters_schema(params);
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().code, Errc::invalid_manifest);
+}
+
+}  // namespace
+}  // namespace taskyon::registry
+
+namespace taskyon::registry {
+namespace {
+
+TEST(Arguments, AFalseSubschemaStillNamesTheArgument) {
+  auto r = validate_arguments({{"type", "object"}, {"properties", {{"a", false}}}}, {{"a", 1}});
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().where, "/a");
+}
+
+TEST(Arguments, HugeIntegersAreComparedNotWrapped) {
+  const json::Value params = {{"type", "object"}, {"properties", {{"n", {{"maximum", 100}, {"minimum", 0}}}}}};
+  auto r = validate_arguments(params, *json::parse(R"({"n": 9223372036854775808})"));  // 2^63: no wrap to negative
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().where, "/n");
+  EXPECT_NE(r.error().message.find("less than or equal to 100"), std::string::npos) << r.error().message;
+}
+
+TEST(Arguments, LongStringsUnderAPatternAreRefusedBeforeTheRegexRuns) {
+  const json::Value params = {{"type", "object"}, {"properties", {{"s", {{"pattern", "^(a|b)*$"}}}}}};
+  auto r = validate_arguments(params, {{"s", std::string(20000, 'a')}});  // would overflow std::regex's stack
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().where, "/s");
+  EXPECT_TRUE(validate_arguments(params, {{"s", std::string(4000, 'a')}}));
+  EXPECT_TRUE(validate_arguments({{"type", "object"}}, {{"s", std::string(20000, 'a')}}));  // no pattern: no limit
 }
 
 }  // namespace

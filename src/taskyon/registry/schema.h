@@ -2,6 +2,8 @@
 // Schemas are resolved locally only: a remote "$ref" is an error, never a fetch.
 #pragma once
 
+#include <cstddef>
+
 #include "taskyon/base/error.h"
 #include "taskyon/json/json.h"
 
@@ -12,7 +14,13 @@ namespace taskyon::registry {
 // Errc::invalid_manifest, `where` under "/parameters".
 Result<void> check_parameters_schema(const json::Value& parameters);
 
-// Validates call arguments against `parameters`. Errc::invalid_arguments; the
+// Strings checked against a `pattern` are bounded: valijson's std::regex
+// recurses per character and would overflow the stack on long input.
+inline constexpr std::size_t kMaxPatternSubjectBytes = 4096;
+
+// Validates call arguments against `parameters`. Integers above 2^63 - 1 and
+// strings over kMaxPatternSubjectBytes under a schema with patterns are
+// refused before validation (Errc::invalid_arguments). Errc::invalid_arguments; the
 // message lists each broken rule with the argument's JSON pointer
 // (e.g. "/num1: value type is not allowed"), `where` the first pointer.
 Result<void> validate_arguments(const json::Value& parameters, const json::Value& arguments);
