@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <fstream>
 #include <functional>
 #include <thread>
 
@@ -280,6 +281,77 @@ TEST_F(CliTree, SiblingBranchCallFailsNamingTheToolAndWhereItLooked) {
   EXPECT_NE(r.err.find("no tool named \"only_here\" is visible here: looked in 1 ancestor task(s)"), std::string::npos)
       << r.err;
   EXPECT_NE(r.err.find("sibling.json: /2"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace taskyon
+
+namespace taskyon {
+namespace {
+
+const std::string kMcpCommand =
+    std::string(TASKYON_SOURCE_DIR) + "/node_modules/@modelcontextprotocol/server-everything/dist/index.js";
+
+class CliMcp : public Cli {
+ protected:
+  void SetUp() override {
+    auto r = tycli({"tool", "import-mcp", "--trust", "--", "node", kMcpCommand, "stdio"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    ASSERT_NE(r.out.find("echo sha256:"), std::string::npos) << r.out;
+  }
+};
+
+TEST(CliTrust, ImportAndNativeInstallWithoutTrustExit2AndExplain) {  // R6
+  testing::TempDir home;
+  auto imp = run_tycli({"tool", "import-mcp", "--", "node", kMcpCommand, "stdio"}, home.path());
+  EXPECT_EQ(imp.exit_code, 2);
+  EXPECT_NE(imp.err.find("--trust"), std::string::npos) << imp.err;
+  const auto file = home.write("nat.json", R"({"name":"h","description":"d","parameters":{"type":"object"},
+      "execution":"trusted-native","native":"taskyon.sha256"})");
+  auto inst = run_tycli({"tool", "install", file}, home.path());
+  EXPECT_EQ(inst.exit_code, 2);
+  EXPECT_NE(inst.err.find("would run with tycli's own authority"), std::string::npos) << inst.err;
+  EXPECT_NE(inst.err.find("review it as application code"), std::string::npos) << inst.err;
+  auto ok = run_tycli({"tool", "install", "--trust", file}, home.path());
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  auto show = json::parse(run_tycli({"--json", "tool", "show", "h"}, home.path()).out);
+  ASSERT_TRUE(show);
+  EXPECT_FALSE((*show)["trust"]["by"].get<std::string>().empty());
+  EXPECT_EQ(run_tycli({"call", "h", "--args", R"({"text":""})"}, home.path()).out,
+            "\"e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855\"\n");
+}
+
+TEST_F(CliMcp, CallsTheServersEchoTool) {
+  auto r = tycli({"--json", "call", "echo", "--args", R"({"message": "hello MCP"})"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ((*json::parse(r.out))["result"]["content"][0]["text"], "Echo: hello MCP");
+}
+
+TEST_F(CliMcp, KillingTheServerMidCallIsAClearToolErrorAndNoHang) {
+  const auto log = (home / "call.log").string();
+  const int pid = testing::spawn_tycli({"call", "trigger-long-running-operation", "--timeout", "60000", "--args",
+                                        R"({"duration": 30, "steps": 3})"},
+                                       home.path(), log);
+  std::vector<int> servers;
+  for (int i = 0; i < 200 && servers.empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    servers = testing::children_of(pid);
+  }
+  ASSERT_FALSE(servers.empty()) << "the MCP server never started";
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // let the call reach the server
+  kill(servers[0], SIGKILL);
+  EXPECT_EQ(testing::wait_exit(pid), 1);
+  std::ifstream in(log);
+  const std::string said((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(said.find("crashed: the MCP server exited or closed its output during tools/call"), std::string::npos)
+      << said;
+}
+
+TEST_F(CliMcp, ATimeoutEndsTheCallAndTheServer) {
+  auto r = tycli({"call", "trigger-long-running-operation", "--timeout", "1500", "--args",
+                  R"({"duration": 30, "steps": 3})"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("timeout"), std::string::npos) << r.err;
 }
 
 }  // namespace

@@ -110,7 +110,7 @@ TEST_F(CallTest, AFailingToolIsAStoredErrorResultNotAnError) {
 
 TEST_F(CallTest, OtherExecutionClassesAreNotRunInTheSandbox) {
   Value def = {{"name", "svc"}, {"description", "d"}, {"parameters", {{"type", "object"}}},
-               {"execution", "external-service"}, {"service", {{"https", "https://example.com/tool"}}}};
+               {"execution", "external-service"}, {"service", {{"https", {{"url", "https://example.com/tool"}}}}}};
   ASSERT_TRUE(st->install(*registry::parse_manifest(def)));
   auto c = compile("svc", Value::object());
   ASSERT_TRUE(c);

@@ -135,7 +135,7 @@ TEST_F(TreeTest, TreeDefinitionsHoldOnlySandboxedCodeOrAPinnedBinding) {  // T7
   service.erase("code");
   service.erase("runtime");
   service["execution"] = "external-service";
-  service["service"] = {{"https", "https://example.com/x"}};
+  service["service"] = {{"https", {{"url", "https://example.com/x"}}}};
   for (const auto& bad : {Value{{"toolDefinition", {{"definition", native}}}},
                           Value{{"toolDefinition", {{"definition", service}}}},
                           Value{{"toolDefinition", {{"binding", {{"revision", "shout"}}}}}},

@@ -71,8 +71,11 @@ std::vector<std::string> tycli_argv(const std::vector<std::string>& args) {
   return argv;
 }
 
-int spawn_tycli(const std::vector<std::string>& args, const std::filesystem::path& home) {
-  return start(tycli_argv(args), home, -1, -1);
+int spawn_tycli(const std::vector<std::string>& args, const std::filesystem::path& home, const std::string& log) {
+  const int fd = log.empty() ? -1 : open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  const int pid = start(tycli_argv(args), home, fd, fd);
+  if (fd >= 0) close(fd);
+  return pid;
 }
 
 CommandResult run_tycli(const std::vector<std::string>& args, const std::filesystem::path& home) {
@@ -114,6 +117,24 @@ json::Value js_tool(const std::string& name, const std::string& code) {
           {"execution", "sandboxed-code"},
           {"runtime", "javascript"},
           {"code", code}};
+}
+
+std::vector<int> children_of(int parent) {
+  std::vector<int> pids;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const auto name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(entry.path() / "stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const auto close = stat.rfind(')');  // the command name may hold spaces and parentheses
+    if (close == std::string::npos) continue;
+    std::istringstream rest(stat.substr(close + 2));
+    char state = 0;
+    int ppid = 0;
+    rest >> state >> ppid;
+    if (ppid == parent && state != 'Z') pids.push_back(std::stoi(name));
+  }
+  return pids;
 }
 
 std::vector<int> processes_in(const std::filesystem::path& dir) {

@@ -40,11 +40,15 @@ CommandResult run_tycli(const std::vector<std::string>& args, const std::filesys
 // Runs any program (found on PATH) the same way.
 CommandResult run_command(const std::vector<std::string>& argv, const std::filesystem::path& home);
 
-// Starts tycli the same way without waiting; stdout and stderr go to /dev/null.
-int spawn_tycli(const std::vector<std::string>& args, const std::filesystem::path& home);
+// Starts tycli the same way without waiting; stdout and stderr go to the file
+// `log` (created), or to /dev/null when it is empty.
+int spawn_tycli(const std::vector<std::string>& args, const std::filesystem::path& home, const std::string& log = "");
 
 // Waits for `pid` and returns its exit code (128 + signal when killed).
 int wait_exit(int pid);
+
+// Pids of live (not zombie) children of `parent`.
+std::vector<int> children_of(int parent);
 
 // Pids of live processes whose working directory is under `dir`
 // (sandboxes work in a private directory under the host's TMPDIR).

@@ -4,6 +4,13 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <pwd.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "taskyon/external/mcp.h"
+#include "taskyon/native/native.h"
 
 #include "cli.h"
 #include "taskyon/registry/manifest.h"
@@ -18,7 +25,41 @@ namespace registry = taskyon::registry;
 struct InstallArgs {
   std::vector<std::string> files;
   bool activate = false;
+  bool trust = false;
 };
+
+struct ImportArgs {
+  std::vector<std::string> command;
+  bool activate = false;
+  bool trust = false;
+  long long timeout_ms = 10000;
+};
+
+// Who is recording trust: the OS user running tycli.
+std::string current_user() {
+  if (const passwd* pw = getpwuid(geteuid()); pw && pw->pw_name && *pw->pw_name) return pw->pw_name;
+  return fmt::format("uid {}", geteuid());
+}
+
+std::optional<store::Trust> trust_for(bool trusted, const registry::Manifest& m) {
+  if (!trusted || !registry::needs_trust(m)) return std::nullopt;
+  const auto what = m.execution == registry::Execution::trusted_native
+                        ? "trusted-native " + m.native
+                        : "MCP server command " + m.service["mcp"]["command"].dump();
+  return store::Trust{current_user(), what};
+}
+
+Value install_json(const store::InstallResult& r) {
+  return {{"name", r.name}, {"revision", r.id}, {"created", r.created}, {"activated", r.activated},
+          {"active", r.active ? Value(*r.active) : Value()}};
+}
+
+void print_installed(const store::InstallResult& r) {
+  std::cout << r.name << " " << r.id << "\n";
+  if (r.active && *r.active != r.id)
+    std::cerr << fmt::format("  not active: \"{}\" stays on {}; run `tycli tool activate {} {}`\n", r.name,
+                             short_id(*r.active), r.name, short_id(r.id));
+}
 
 // Every file is read and validated before anything is stored: bad input changes nothing.
 int install(Globals& g, const InstallArgs& a) {
@@ -32,23 +73,21 @@ int install(Globals& g, const InstallArgs& a) {
       e.where = file + ": " + (e.where.empty() ? "/" : e.where);
       return report(g, e);
     }
+    if (registry::needs_trust(*manifest) && !a.trust)
+      return report(g, {taskyon::Errc::bad_usage, registry::trust_required_message(*manifest), file});
     manifests.push_back(std::move(*manifest));
   }
   auto st = open_store(g);
   if (!st) return report(g, st.error());
   Value out = Value::array();
   for (const auto& m : manifests) {
-    auto r = st->install(m, a.activate ? store::Activate::always : store::Activate::if_unbound);
+    auto r = st->install(m, a.activate ? store::Activate::always : store::Activate::if_unbound,
+                         trust_for(a.trust, m));
     if (!r) return report(g, r.error());
-    if (g.json) {
-      out.push_back({{"name", r->name}, {"revision", r->id}, {"created", r->created}, {"activated", r->activated},
-                     {"active", r->active ? Value(*r->active) : Value()}});
-    } else {
-      std::cout << r->name << " " << r->id << "\n";
-      if (r->active && *r->active != r->id)
-        std::cerr << fmt::format("  not active: \"{}\" stays on {}; run `tycli tool activate {} {}`\n", r->name,
-                                 short_id(*r->active), r->name, short_id(r->id));
-    }
+    if (g.json)
+      out.push_back(install_json(*r));
+    else
+      print_installed(*r);
   }
   if (g.json) print_json(out);
   return kExitOk;
@@ -87,8 +126,11 @@ int show(Globals& g, const std::string& ref) {
   if (!active) return report(g, active.error());
   const bool is_active = *active && (*active)->revision == rev->id;
   if (g.json) {
-    print_json({{"revision", rev->id}, {"name", rev->name}, {"createdAt", rev->created_at}, {"active", is_active},
-                {"definition", rev->manifest.definition}});
+    Value out = {{"revision", rev->id}, {"name", rev->name}, {"createdAt", rev->created_at}, {"active", is_active},
+                 {"definition", rev->manifest.definition}};
+    if (rev->trust)
+      out["trust"] = {{"by", rev->trust->by}, {"at", rev->trust->at}, {"reason", rev->trust->reason}};
+    print_json(out);
   } else {
     std::cout << rev->definition << "\n";
   }
@@ -125,6 +167,65 @@ int history(Globals& g, const std::string& name) {
   return kExitOk;
 }
 
+// Imports the tools of an MCP server as external-service manifests. Starting
+// the server is already running its code: --trust comes first.
+int import_mcp(Globals& g, const ImportArgs& a) {
+  if (!a.trust)
+    return report(g, {taskyon::Errc::bad_usage,
+                      "R6: an MCP server over stdio is a local program that runs with tycli's own authority; review "
+                      "it, then import it with --trust to record that you did",
+                      "import-mcp"});
+  std::error_code ec;
+  const auto cwd = std::filesystem::current_path(ec).string();
+  const taskyon::external::McpServer server{a.command, cwd};
+  auto tools = taskyon::external::list_tools(server, std::chrono::milliseconds(a.timeout_ms));
+  if (!tools) return report(g, tools.error());
+  std::vector<registry::Manifest> manifests;
+  for (const auto& t : *tools) {
+    Value service = {{"command", a.command}, {"cwd", cwd}, {"tool", t.name}};
+    if (t.output_schema.is_object()) service["outputSchema"] = t.output_schema;
+    Value def = {{"name", t.name},          {"description", t.description}, {"parameters", t.input_schema},
+                 {"execution", "external-service"}, {"service", {{"mcp", service}}}};
+    auto m = registry::parse_manifest(def);
+    if (!m) {
+      std::cerr << fmt::format("tycli: skipped MCP tool \"{}\": {}\n", t.name, m.error().describe());
+      continue;
+    }
+    manifests.push_back(std::move(*m));
+  }
+  auto st = open_store(g);
+  if (!st) return report(g, st.error());
+  Value out = Value::array();
+  for (const auto& m : manifests) {
+    auto r = st->install(m, a.activate ? store::Activate::always : store::Activate::if_unbound, trust_for(true, m));
+    if (!r) return report(g, r.error());
+    if (g.json)
+      out.push_back(install_json(*r));
+    else
+      print_installed(*r);
+  }
+  if (g.json) print_json(out);
+  return kExitOk;
+}
+
+// The native functions compiled into this host, as installable manifests.
+int natives(Globals& g) {
+  Value out = Value::array();
+  for (const auto& f : taskyon::native::all()) {
+    auto name = f.id.substr(f.id.rfind('.') + 1);
+    out.push_back(taskyon::native::manifest_for(f, name));
+  }
+  if (g.json) {
+    print_json(out);
+    return kExitOk;
+  }
+  for (const auto& m : out)
+    std::cout << fmt::format("{:<24} {}\n  manifest: {}\n", m["native"].get<std::string>(),
+                             m["description"].get<std::string>(), m.dump());
+  std::cout << "(save a manifest to a file, review the function, then `tycli tool install --trust FILE`)\n";
+  return kExitOk;
+}
+
 }  // namespace
 
 void add_tool_commands(CLI::App& app, Globals& g) {
@@ -135,6 +236,8 @@ void add_tool_commands(CLI::App& app, Globals& g) {
   auto* inst = tool->add_subcommand("install", "store manifests as content-addressed revisions; prints `name revision`");
   inst->add_option("files", ia->files, "manifest files (JSON)")->required()->check(CLI::ExistingFile);
   inst->add_flag("--activate", ia->activate, "also activate each revision (default: only when the name is unbound)");
+  inst->add_flag("--trust", ia->trust,
+                 "record that you reviewed tools that run with host authority (trusted-native, MCP commands)");
   inst->callback([&g, ia] { g.exit_code = guarded(g, [&] { return install(g, *ia); }); });
 
   tool->add_subcommand("list", "installed tools and their active revisions")->callback([&g] {
@@ -151,6 +254,18 @@ void add_tool_commands(CLI::App& app, Globals& g) {
   act->add_option("name", an->first, "tool name")->required();
   act->add_option("revision", an->second, "revision id or unique prefix")->required();
   act->callback([&g, an] { g.exit_code = guarded(g, [&] { return activate(g, an->first, an->second); }); });
+
+  auto im = std::make_shared<ImportArgs>();
+  auto* imp = tool->add_subcommand("import-mcp", "import the tools of an MCP server (stdio) as external-service revisions");
+  imp->add_flag("--trust", im->trust, "record that you reviewed the server: it runs with tycli's authority");
+  imp->add_flag("--activate", im->activate, "also activate each revision (default: only when the name is unbound)");
+  imp->add_option("--timeout", im->timeout_ms, "for starting the server and listing its tools, in ms (default 10000)");
+  imp->add_option("command", im->command, "the server's command line, after --")->required();
+  imp->callback([&g, im] { g.exit_code = guarded(g, [&] { return import_mcp(g, *im); }); });
+
+  tool->add_subcommand("natives", "native functions compiled into this host, as manifests")->callback([&g] {
+    g.exit_code = guarded(g, [&] { return natives(g); });
+  });
 
   auto hn = std::make_shared<std::string>();
   auto* hist = tool->add_subcommand("history", "activations of a name, oldest first");

@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include "taskyon/external/mcp.h"
+#include "taskyon/native/native.h"
+
 namespace taskyon::invoke {
 namespace {
 
@@ -41,6 +44,61 @@ Result<tasks::ResolvedTool> pinned_tool(store::Store& store, const tasks::Task& 
   return tasks::pinned_in_lineage(pin, *lineage, store.resolver());
 }
 
+// Runs a trusted-native tool in the host: host authority, no sandbox (R6).
+sandbox::CallOutcome run_native(const native::NativeFunction& fn, const json::Value& args) {
+  const auto started = std::chrono::steady_clock::now();
+  sandbox::CallOutcome out;
+  try {
+    auto value = fn.run(args);
+    if (value) {
+      out.value = std::move(*value);
+    } else {
+      out.status = sandbox::Status::tool_error;
+      out.error = value.error().describe();
+    }
+  } catch (const std::exception& e) {
+    out.status = sandbox::Status::tool_error;
+    out.error = std::string("native function failed: ") + e.what();
+  }
+  out.duration = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);
+  return out;
+}
+
+// Dispatches on the execution class (DESIGN §3).
+Result<sandbox::CallOutcome> execute(const tasks::ResolvedTool& tool, const json::Value& args, sandbox::Pool& pool,
+                                     const Options& options) {
+  const auto& m = tool.manifest;
+  switch (m.execution) {
+    case registry::Execution::sandboxed_code: {
+      sandbox::CallRequest request;
+      request.tool = {tool.revision, m.code};
+      request.args = args;
+      request.timeout = options.timeout;
+      request.mode = options.mode;
+      return pool.call(request);
+    }
+    case registry::Execution::trusted_native: {
+      const auto* fn = native::find(m.native);
+      if (!fn) return fail(Errc::not_found, fmt::format("R5: this host has no native function \"{}\"", m.native), tool.revision);
+      return run_native(*fn, args);
+    }
+    case registry::Execution::external_service: {
+      if (m.service.contains("mcp")) {
+        const auto& mcp = m.service["mcp"];
+        return external::call_tool({mcp["command"].get<std::vector<std::string>>(), mcp.value("cwd", "")},
+                                   mcp["tool"].get<std::string>(), args, mcp.value("outputSchema", json::Value()),
+                                   options.timeout);
+      }
+      return fail(Errc::bad_usage,
+                  fmt::format("tool \"{}\" is an HTTPS endpoint; this host cannot call those until the mediated "
+                              "fetch capability exists",
+                              m.name),
+                  tool.revision);
+    }
+  }
+  return fail(Errc::internal, "unhandled execution class");
+}
+
 }  // namespace
 
 Result<Invocation> run_call(store::Store& store, sandbox::Pool& pool, const tasks::Task& call, const Options& options) {
@@ -51,19 +109,7 @@ Result<Invocation> run_call(store::Store& store, sandbox::Pool& pool, const task
 
   auto tool = pinned_tool(store, call);
   if (!tool) return std::unexpected(tool.error());
-  const auto& manifest = tool->manifest;
-  if (manifest.execution != registry::Execution::sandboxed_code)
-    return fail(Errc::bad_usage,
-                fmt::format("tool \"{}\" is a {} tool; this host runs sandboxed-code tools only", manifest.name,
-                            registry::execution_name(manifest.execution)),
-                tool->revision);
-
-  sandbox::CallRequest request;
-  request.tool = {tool->revision, manifest.code};
-  request.args = call.content["functionCall"]["arguments"];
-  request.timeout = options.timeout;
-  request.mode = options.mode;
-  auto outcome = pool.call(request);
+  auto outcome = execute(*tool, call.content["functionCall"]["arguments"], pool, options);
   if (!outcome) return std::unexpected(outcome.error());
 
   Invocation inv{call, {}, std::move(*tool), std::move(*outcome)};

@@ -36,8 +36,11 @@ struct Invocation {
 // Runs a stored or freshly compiled function-call task and stores the call and
 // its result. Errors: Errc::invalid_task (not a pinned function call),
 // Errc::not_found / Errc::integrity (the pinned revision or the call's
-// lineage), Errc::bad_usage (an
-// execution class this host cannot run), machinery errors from the pool.
+// lineage), Errc::bad_usage (an HTTPS external service: not callable yet),
+// machinery errors from the pool or an MCP server that cannot be started.
+// Execution classes: sandboxed code runs in the pool; trusted-native tools run
+// in the host (host authority, reviewed code, R6); MCP services are forwarded
+// to their server (external/mcp.h).
 // A tool that fails is not an Error: see Invocation::outcome.
 Result<Invocation> run_call(store::Store& store, sandbox::Pool& pool, const tasks::Task& call, const Options& options);
 

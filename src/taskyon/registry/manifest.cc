@@ -28,6 +28,38 @@ Result<void> forbid(const json::Value& d, std::string_view field, std::string_vi
   return {};
 }
 
+// service: exactly one of
+//   {"mcp": {"command": [PROGRAM, ARG…], "tool": NAME, "cwd"?: PATH, "outputSchema"?: SCHEMA}}
+//   {"https": {"url": URL}}
+Result<void> check_service(const json::Value& s) {
+  const auto bad = [](std::string m, std::string where) { return fail(Errc::invalid_manifest, std::move(m), std::move(where)); };
+  if (!s.is_object() || s.size() != 1 || !(s.contains("mcp") || s.contains("https")))
+    return bad("\"service\" must be {\"mcp\": {command, tool, cwd?, outputSchema?}} or {\"https\": {url}}", "/service");
+  if (s.contains("https")) {
+    const auto& h = s["https"];
+    if (!h.is_object() || h.size() != 1 || !h.contains("url") || !h["url"].is_string())
+      return bad("\"service.https\" must be {\"url\": \"https://…\"}", "/service/https");
+    return {};
+  }
+  const auto& m = s["mcp"];
+  if (!m.is_object()) return bad("\"service.mcp\" must be an object", "/service/mcp");
+  for (const auto& [key, _] : m.items())
+    if (key != "command" && key != "tool" && key != "cwd" && key != "outputSchema")
+      return bad(fmt::format("unknown field \"{}\"", key), "/service/mcp/" + key);
+  if (!m.contains("command") || !m["command"].is_array() || m["command"].empty())
+    return bad("\"command\" must be a non-empty array: the program and its arguments", "/service/mcp/command");
+  for (const auto& part : m["command"])
+    if (!part.is_string() || part.get<std::string>().empty() || part.get<std::string>().find('\0') != std::string::npos)
+      return bad("every part of \"command\" must be a non-empty string", "/service/mcp/command");
+  if (!m.contains("tool") || !m["tool"].is_string() || m["tool"].get<std::string>().empty())
+    return bad("\"tool\" must name the server's tool", "/service/mcp/tool");
+  if (m.contains("cwd") && (!m["cwd"].is_string() || !m["cwd"].get<std::string>().starts_with("/")))
+    return bad("\"cwd\" must be an absolute path", "/service/mcp/cwd");
+  if (m.contains("outputSchema") && !m["outputSchema"].is_object())
+    return bad("\"outputSchema\" must be a JSON Schema object", "/service/mcp/outputSchema");
+  return {};
+}
+
 Result<Execution> parse_execution(const json::Value& d) {
   auto s = required_string(d, "execution");
   if (!s) return std::unexpected(s.error());
@@ -74,8 +106,7 @@ Result<void> parse_class_fields(const json::Value& d, Manifest& m) {
     case Execution::external_service: {
       if (!d.contains("service"))
         return fail(Errc::invalid_manifest, "missing required field \"service\" for execution \"external-service\"", "/service");
-      if (!d["service"].is_object())
-        return fail(Errc::invalid_manifest, "\"service\" must be an object describing where the implementation lives", "/service");
+      if (auto r = check_service(d["service"]); !r) return r;
       m.service = d["service"];
       for (auto f : {"runtime", "code", "native"})
         if (auto r = forbid(d, f, exec); !r) return r;
@@ -142,6 +173,20 @@ Result<Manifest> parse_manifest(const json::Value& d) {
   }
   m.definition = d;
   return m;
+}
+
+bool needs_trust(const Manifest& manifest) {
+  return manifest.execution == Execution::trusted_native ||
+         (manifest.execution == Execution::external_service && manifest.service.contains("mcp"));
+}
+
+std::string trust_required_message(const Manifest& manifest) {
+  return fmt::format(
+      "R6: \"{}\" would run with tycli's own authority ({}), outside any sandbox; review it as application code, "
+      "then install it with --trust to record that you did",
+      manifest.name,
+      manifest.execution == Execution::trusted_native ? "native host code " + manifest.native
+                                                      : "a local command started as an MCP server");
 }
 
 std::string empty_settings_revision() { return json::content_id("{}"); }

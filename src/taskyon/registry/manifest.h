@@ -6,7 +6,8 @@
 // execution ("sandboxed-code" | "trusted-native" | "external-service"),
 // runtime ("javascript", sandboxed code only), code (JS function expression,
 // sandboxed code only, at most kMaxCodeBytes), native (native function id,
-// trusted-native only), service (object, external-service only), capabilities
+// trusted-native only), service (external-service only: {"mcp": {command, tool,
+// cwd?, outputSchema?}} for an MCP server over stdio, or {"https": {url}}), capabilities
 // (object; a request, never a grant). Unknown fields are refused so that a
 // typo can never pass for a different meaning.
 #pragma once
@@ -46,6 +47,14 @@ Result<Manifest> parse_manifest(const json::Value& definition);
 
 // The revision id of a manifest: content_id_of(definition) (DESIGN §2).
 Result<std::string> revision_id(const Manifest& manifest);
+
+// True when installing the manifest gives code host authority, so it needs
+// explicit trust (R6): trusted-native tools, and external services started
+// as local commands (MCP over stdio).
+bool needs_trust(const Manifest& manifest);
+
+// Why installing such a manifest needs --trust, for people (R6).
+std::string trust_required_message(const Manifest& manifest);
 
 // The settings revision of a tool without settings: content id of "{}".
 // Per-tool settings objects are content-addressed like manifests.

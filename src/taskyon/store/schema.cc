@@ -64,7 +64,26 @@ constexpr std::string_view kMigration2 = R"sql(
 ALTER TABLE tasks ADD COLUMN labels TEXT NOT NULL DEFAULT '[]';
 )sql";
 
-constexpr std::array<std::string_view, kSchemaVersion> kMigrations = {kMigration1, kMigration2};
+// Who trusted a revision that runs with host authority (R6), and when.
+constexpr std::string_view kMigration3 = R"sql(
+CREATE TABLE trust (
+  revision   TEXT PRIMARY KEY CHECK (revision GLOB 'sha256:*' AND length(revision) = 71),
+  trusted_by TEXT NOT NULL CHECK (length(trusted_by) > 0),
+  trusted_at TEXT NOT NULL,
+  reason     TEXT NOT NULL
+);
+CREATE TRIGGER trust_no_update BEFORE UPDATE ON trust
+BEGIN SELECT RAISE(ABORT, 'R6: trust records are immutable'); END;
+CREATE TRIGGER trust_no_delete BEFORE DELETE ON trust
+BEGIN SELECT RAISE(ABORT, 'R6: trust records are immutable'); END;
+CREATE TRIGGER revisions_trust_required BEFORE INSERT ON revisions
+WHEN (NEW.execution = 'trusted-native'
+      OR (NEW.execution = 'external-service' AND json_extract(NEW.definition, '$.service.mcp') IS NOT NULL))
+  AND NOT EXISTS (SELECT 1 FROM trust WHERE revision = NEW.id)
+BEGIN SELECT RAISE(ABORT, 'R6: a revision that runs with host authority needs a trust record'); END;
+)sql";
+
+constexpr std::array<std::string_view, kSchemaVersion> kMigrations = {kMigration1, kMigration2, kMigration3};
 
 }  // namespace
 

@@ -6,6 +6,7 @@
 //   R3  a binding names a revision of the same name
 //   T3  a function call in state Completed has a tool revision
 //   T4  tasks are append-only (ids are content hashes; the API checks them)
+//   R6  a revision that gets host authority is stored only with a trust record
 #pragma once
 
 #include "taskyon/base/error.h"
@@ -13,7 +14,7 @@
 
 namespace taskyon::store {
 
-inline constexpr int kSchemaVersion = 2;
+inline constexpr int kSchemaVersion = 3;
 
 // Brings the database to kSchemaVersion, each step in its own transaction.
 // Errc::store if the file has a newer schema than this build knows.

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "taskyon/json/json.h"
+#include "taskyon/native/native.h"
 #include "taskyon/store/clock.h"
 #include "taskyon/store/schema.h"
 
@@ -27,8 +28,24 @@ std::optional<std::string_view> hex_part(std::string_view ref) {
   return std::nullopt;
 }
 
+Result<void> check_installable(const registry::Manifest& manifest, const std::optional<Trust>& trust) {
+  if (manifest.execution == registry::Execution::trusted_native && !native::find(manifest.native)) {
+    std::string have;
+    for (const auto& f : native::all()) have += (have.empty() ? "" : ", ") + f.id;
+    return fail(Errc::invalid_manifest,
+                fmt::format("R5: this host has no native function \"{}\" (it has: {}); only functions compiled into "
+                            "the host can be bound",
+                            manifest.native, have),
+                "/native");
+  }
+  if (registry::needs_trust(manifest) && (!trust || trust->by.empty()))
+    return fail(Errc::bad_usage, registry::trust_required_message(manifest), "/execution");
+  return {};
+}
+
 Result<RevisionRecord> load_revision(sql::Statement& stmt) {
-  RevisionRecord r{stmt.text(0), stmt.text(1), stmt.text(2), stmt.text(3), {}};
+  RevisionRecord r{stmt.text(0), stmt.text(1), stmt.text(2), stmt.text(3), {}, std::nullopt};
+  if (auto by = stmt.optional_text(4)) r.trust = TrustRecord{*by, stmt.text(5), stmt.text(6)};
   // R2: the row must still hash to its id, and still be a valid manifest.
   if (json::content_id(r.definition) != r.id)
     return fail(Errc::integrity,
@@ -38,6 +55,10 @@ Result<RevisionRecord> load_revision(sql::Statement& stmt) {
   auto manifest = registry::parse_manifest(*value);
   if (!manifest)
     return fail(Errc::integrity, fmt::format("revision {} is not a valid manifest: {}", r.id, manifest.error().describe()),
+                r.id);
+  if (registry::needs_trust(*manifest) && !r.trust)
+    return fail(Errc::integrity,
+                fmt::format("revision {} is tampered: it runs with host authority but has no trust record (R6)", r.id),
                 r.id);
   if (manifest->name != r.name)
     return fail(Errc::integrity, fmt::format("revision {} is tampered: stored name differs from its definition", r.id),
@@ -83,13 +104,23 @@ Result<Store> Store::open(const std::string& path) {
   return Store(std::move(*db));
 }
 
-Result<InstallResult> Store::install(const registry::Manifest& manifest, Activate activate) {
+Result<InstallResult> Store::install(const registry::Manifest& manifest, Activate activate,
+                                     const std::optional<Trust>& trust) {
+  if (auto ok = check_installable(manifest, trust); !ok) return std::unexpected(ok.error());
   auto canonical = json::canonicalize(manifest.definition);
   if (!canonical) return std::unexpected(canonical.error());
   InstallResult result{json::content_id(*canonical), manifest.name, false, false, std::nullopt};
 
   auto tx = sql::Transaction::begin(db_);
   if (!tx) return std::unexpected(tx.error());
+  if (registry::needs_trust(manifest)) {
+    auto t = db_.prepare(
+        "INSERT INTO trust(revision, trusted_by, trusted_at, reason) VALUES (?1, ?2, ?3, ?4) "
+        "ON CONFLICT(revision) DO NOTHING");
+    if (!t) return std::unexpected(t.error());
+    t->bind(1, result.id).bind(2, trust->by).bind(3, now_iso8601()).bind(4, trust->reason);
+    if (auto r = t->run(); !r) return std::unexpected(r.error());
+  }
   auto insert = db_.prepare(
       "INSERT INTO revisions(id, name, execution, definition, created_at) VALUES (?1, ?2, ?3, ?4, ?5) "
       "ON CONFLICT(id) DO NOTHING");
@@ -157,7 +188,9 @@ Result<std::string> Store::expand_prefix(std::string_view table, std::string_vie
 }
 
 Result<RevisionRecord> Store::revision(std::string_view id) {
-  auto stmt = db_.prepare("SELECT id, name, definition, created_at FROM revisions WHERE id = ?1");
+  auto stmt = db_.prepare(
+      "SELECT r.id, r.name, r.definition, r.created_at, t.trusted_by, t.trusted_at, t.reason "
+      "FROM revisions r LEFT JOIN trust t ON t.revision = r.id WHERE r.id = ?1");
   if (!stmt) return std::unexpected(stmt.error());
   stmt->bind(1, id);
   auto row = stmt->step();

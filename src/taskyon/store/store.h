@@ -18,12 +18,25 @@
 
 namespace taskyon::store {
 
+// An explicit decision to give a revision host authority (R6).
+struct Trust {
+  std::string by;      // who: the OS user name, or what a caller passes
+  std::string reason;  // what was trusted, e.g. "trusted-native taskyon.sha256"
+};
+
+struct TrustRecord {
+  std::string by;
+  std::string at;  // ISO 8601 UTC, ms
+  std::string reason;
+};
+
 struct RevisionRecord {
   std::string id;          // "sha256:…"
   std::string name;
   std::string definition;  // RFC 8785 canonical JSON (the hashed bytes)
   std::string created_at;  // ISO 8601 UTC, ms
   registry::Manifest manifest;
+  std::optional<TrustRecord> trust;  // set for revisions with host authority
 };
 
 struct Binding {
@@ -59,8 +72,12 @@ class Store {
   static Result<Store> open(const std::string& path);
 
   // Stores a validated manifest as a revision (idempotent by content) and, by
-  // default, activates it when its name has no binding yet.
-  Result<InstallResult> install(const registry::Manifest& manifest, Activate activate = Activate::if_unbound);
+  // default, activates it when its name has no binding yet. A manifest that
+  // gets host authority (registry::needs_trust) needs `trust`, which is
+  // recorded (R6; Errc::bad_usage without it); a trusted-native manifest must
+  // name a native function this host has (R5; Errc::invalid_manifest).
+  Result<InstallResult> install(const registry::Manifest& manifest, Activate activate = Activate::if_unbound,
+                                const std::optional<Trust>& trust = std::nullopt);
 
   // Points `name` at `revision` (R3: only the binding changes). The revision
   // must be stored under that name (Errc::bad_usage otherwise).

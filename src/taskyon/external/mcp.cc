@@ -1,0 +1,271 @@
+#include "taskyon/external/mcp.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "taskyon/base/line_reader.h"
+#include "taskyon/registry/schema.h"
+
+namespace taskyon::external {
+namespace {
+
+using json::Value;
+using Clock = std::chrono::steady_clock;
+constexpr std::size_t kMaxStderrBytes = 64u << 10;
+constexpr const char* kProtocolVersion = "2025-06-18";
+
+// How a session read ended when it produced no message.
+enum class Stop { none, timeout, closed, malformed };
+
+// One running server: its pipes, and a deadline for everything it is asked.
+class Session {
+ public:
+  ~Session() { stop(); }
+
+  Result<void> start(const McpServer& server, Clock::time_point deadline) {
+    deadline_ = deadline;
+    int in[2], out[2], err[2];
+    if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0)
+      return fail(Errc::internal, fmt::format("cannot create pipes: {}", std::strerror(errno)));
+    in_ = in[1];
+    out_ = out[0];
+    err_ = err[0];
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, in[0], 0);
+    posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+    posix_spawn_file_actions_adddup2(&fa, err[1], 2);
+    posix_spawn_file_actions_addclosefrom_np(&fa, 3);
+    if (!server.cwd.empty()) posix_spawn_file_actions_addchdir_np(&fa, server.cwd.c_str());
+    posix_spawnattr_t attr;
+    posix_spawnattr_init(&attr);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID);
+    std::vector<char*> argv;
+    for (const auto& a : server.command) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    const char* path = std::getenv("PATH");
+    std::string path_env = std::string("PATH=") + (path ? path : "/usr/bin:/bin");
+    std::string lang_env = "LANG=C.UTF-8";
+    char* envp[] = {path_env.data(), lang_env.data(), nullptr};
+    const int rc = posix_spawnp(&pid_, argv[0], &fa, &attr, argv.data(), envp);
+    posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&attr);
+    ::close(in[0]);
+    ::close(out[1]);
+    ::close(err[1]);
+    if (rc != 0) {
+      pid_ = -1;
+      return fail(Errc::bad_usage, fmt::format("cannot start the MCP server: {}", std::strerror(rc)), server.command[0]);
+    }
+    for (int fd : {in_, out_, err_}) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+    return {};
+  }
+
+  // Sends a request and waits for its response, answering server requests
+  // with "method not found" and skipping notifications.
+  std::expected<Value, Stop> request(const std::string& method, Value params) {
+    const auto id = ++next_id_;
+    if (!send({{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", std::move(params)}}))
+      return std::unexpected(Stop::closed);
+    for (;;) {
+      auto message = receive();
+      if (!message) return std::unexpected(message.error());
+      const auto& m = *message;
+      if (m.contains("method")) {
+        if (m.contains("id"))
+          send({{"jsonrpc", "2.0"}, {"id", m["id"]}, {"error", {{"code", -32601}, {"message", "not supported"}}}});
+        continue;
+      }
+      if (m.contains("id") && m["id"] == id) return m;
+    }
+  }
+
+  bool notify(const std::string& method) { return send({{"jsonrpc", "2.0"}, {"method", method}}); }
+
+  // Ends the server: SIGKILL to its process group, then reaped.
+  void stop() {
+    for (int* fd : {&in_, &out_, &err_})
+      if (*fd >= 0) ::close(std::exchange(*fd, -1));
+    if (pid_ > 0) {
+      ::kill(-pid_, SIGKILL);
+      ::kill(pid_, SIGKILL);
+      int status = 0;
+      while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+      }
+      pid_ = -1;
+    }
+  }
+
+  std::string stderr_text() const { return stderr_; }
+
+ private:
+  bool send(const Value& message) {
+    const auto line = message.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+    std::size_t done = 0;
+    while (done < line.size()) {
+      const ssize_t n = ::write(in_, line.data() + done, line.size() - done);
+      if (n > 0) {
+        done += static_cast<std::size_t>(n);
+        continue;
+      }
+      if (n < 0 && errno == EAGAIN) {
+        pollfd p{in_, POLLOUT, 0};
+        if (!wait(&p, 1)) return false;
+        continue;
+      }
+      return false;
+    }
+    return true;
+  }
+
+  bool wait(pollfd* fds, nfds_t n) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - Clock::now()).count();
+    if (left <= 0) return false;
+    return ::poll(fds, n, static_cast<int>(left)) > 0;
+  }
+
+  std::expected<Value, Stop> receive() {
+    for (;;) {
+      if (auto line = reader_.next()) {
+        auto v = json::parse(*line);
+        if (!v || !v->is_object()) return std::unexpected(Stop::malformed);
+        return *v;
+      }
+      if (reader_.overflowed()) return std::unexpected(Stop::malformed);
+      pollfd fds[2] = {{out_, POLLIN, 0}, {err_, POLLIN, 0}};
+      if (Clock::now() >= deadline_) return std::unexpected(Stop::timeout);
+      if (!wait(fds, err_ >= 0 ? 2 : 1)) return std::unexpected(Clock::now() >= deadline_ ? Stop::timeout : Stop::closed);
+      char buf[65536];
+      if (err_ >= 0 && fds[1].revents) {
+        const ssize_t n = ::read(err_, buf, sizeof buf);
+        if (n > 0 && stderr_.size() < kMaxStderrBytes)
+          stderr_.append(buf, std::min<std::size_t>(static_cast<std::size_t>(n), kMaxStderrBytes - stderr_.size()));
+        if (n == 0) ::close(std::exchange(err_, -1));
+      }
+      if (fds[0].revents) {
+        const ssize_t n = ::read(out_, buf, sizeof buf);
+        if (n == 0) return std::unexpected(Stop::closed);
+        if (n > 0 && !reader_.feed({buf, static_cast<std::size_t>(n)})) return std::unexpected(Stop::malformed);
+      }
+    }
+  }
+
+  pid_t pid_ = -1;
+  int in_ = -1, out_ = -1, err_ = -1;
+  Clock::time_point deadline_;
+  LineReader reader_{kMaxMessageBytes};
+  std::int64_t next_id_ = 0;
+  std::string stderr_;
+};
+
+std::string describe(Stop stop) {
+  switch (stop) {
+    case Stop::timeout: return "did not answer before the timeout";
+    case Stop::closed: return "exited or closed its output";
+    case Stop::malformed: return "sent a message that is not JSON-RPC (or too large)";
+    case Stop::none: break;
+  }
+  return "failed";
+}
+
+std::expected<Value, Stop> initialize(Session& s) {
+  auto init = s.request("initialize", {{"protocolVersion", kProtocolVersion},
+                                       {"capabilities", Value::object()},
+                                       {"clientInfo", {{"name", "tycli"}, {"version", "0.1.0"}}}});
+  if (!init) return init;
+  if (!init->contains("result")) return std::unexpected(Stop::malformed);
+  if (!s.notify("notifications/initialized")) return std::unexpected(Stop::closed);
+  return init;
+}
+
+std::string error_text(const Value& result) {
+  std::string text;
+  for (const auto& c : result.value("content", Value::array()))
+    if (c.is_object() && c.value("type", "") == "text" && c.contains("text") && c["text"].is_string())
+      text += (text.empty() ? "" : "\n") + c["text"].get<std::string>();
+  return text.empty() ? "the tool reported an error" : text;
+}
+
+}  // namespace
+
+Result<std::vector<McpTool>> list_tools(const McpServer& server, std::chrono::milliseconds timeout) {
+  Session s;
+  if (auto r = s.start(server, Clock::now() + timeout); !r) return std::unexpected(r.error());
+  const auto where = server.command.front();
+  auto init = initialize(s);
+  if (!init) return fail(Errc::io, fmt::format("the MCP server {} during initialize", describe(init.error())), where);
+  std::vector<McpTool> tools;
+  Value cursor;
+  do {
+    Value params = Value::object();
+    if (!cursor.is_null()) params["cursor"] = cursor;
+    auto page = s.request("tools/list", params);
+    if (!page) return fail(Errc::io, fmt::format("the MCP server {} during tools/list", describe(page.error())), where);
+    const auto& result = (*page)["result"];
+    if (!result.is_object() || !result.contains("tools") || !result["tools"].is_array())
+      return fail(Errc::invalid_json, "the MCP server answered tools/list without a tools array", where);
+    for (const auto& t : result["tools"]) {
+      if (!t.is_object() || !t.contains("name") || !t["name"].is_string() || !t.contains("inputSchema"))
+        return fail(Errc::invalid_json, "the MCP server listed a tool without name or inputSchema", where);
+      tools.push_back({t["name"], t.value("description", ""), t["inputSchema"], t.value("outputSchema", Value())});
+    }
+    cursor = result.value("nextCursor", Value());
+  } while (!cursor.is_null());
+  return tools;
+}
+
+Result<sandbox::CallOutcome> call_tool(const McpServer& server, const std::string& tool, const Value& arguments,
+                                       const Value& output_schema, std::chrono::milliseconds timeout) {
+  const auto started = Clock::now();
+  Session s;
+  if (auto r = s.start(server, started + timeout); !r) return std::unexpected(r.error());
+  sandbox::CallOutcome out;
+  out.fresh_sandbox = true;
+  const auto finish = [&](sandbox::Status status, std::string error) {
+    out.status = status;
+    out.error = std::move(error);
+    s.stop();
+    if (!s.stderr_text().empty()) out.logs.push_back({"stderr", s.stderr_text()});
+    out.duration = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started);
+    return out;
+  };
+  const auto stopped = [&](Stop stop, const char* during) {
+    const auto status = stop == Stop::timeout   ? sandbox::Status::timeout
+                        : stop == Stop::closed ? sandbox::Status::crashed
+                                               : sandbox::Status::protocol_error;
+    return finish(status, fmt::format("the MCP server {} during {}", describe(stop), during));
+  };
+  auto init = initialize(s);
+  if (!init) return stopped(init.error(), "initialize");
+  auto reply = s.request("tools/call", {{"name", tool}, {"arguments", arguments}});
+  if (!reply) return stopped(reply.error(), "tools/call");
+  if (reply->contains("error"))
+    return finish(sandbox::Status::tool_error,
+                  fmt::format("the MCP server refused the call: {}", (*reply)["error"].value("message", "no message")));
+  const auto& result = (*reply)["result"];
+  if (!result.is_object() || !result.contains("content") || !result["content"].is_array())
+    return finish(sandbox::Status::protocol_error, "the MCP server answered tools/call without a content array");
+  if (result.value("isError", false)) return finish(sandbox::Status::tool_error, error_text(result));
+  out.value = {{"content", result["content"]}};
+  if (result.contains("structuredContent")) out.value["structuredContent"] = result["structuredContent"];
+  if (output_schema.is_object()) {
+    if (!result.contains("structuredContent"))
+      return finish(sandbox::Status::protocol_error, "the tool declares an outputSchema but returned no structuredContent");
+    if (auto valid = registry::validate_arguments(output_schema, result["structuredContent"]); !valid)
+      return finish(sandbox::Status::protocol_error,
+                    "the result does not match the tool's outputSchema: " + valid.error().message);
+  }
+  return finish(sandbox::Status::ok, "");
+}
+
+}  // namespace taskyon::external

@@ -1,0 +1,50 @@
+// External-service tools served by an MCP server over stdio (Model Context
+// Protocol, JSON-RPC 2.0, one message per line). The server is another
+// program, owned and configured by the user: it runs with tycli's authority
+// (installing it needs --trust, R6) and the host only forwards arguments and
+// results, validating both against the tool's schemas.
+//
+// Each operation starts the server, runs `initialize`, then the request, and
+// stops it (SIGKILL to its process group); a timeout covers the whole session.
+// The server gets a minimal environment (PATH, LANG) and no descriptors but
+// its stdin, stdout and stderr; its stderr is kept, bounded, as logs.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "taskyon/base/error.h"
+#include "taskyon/json/json.h"
+#include "taskyon/sandbox/pool.h"
+
+namespace taskyon::external {
+
+struct McpServer {
+  std::vector<std::string> command;  // program (looked up on PATH) and arguments
+  std::string cwd;                   // absolute working directory; empty: the caller's
+};
+
+struct McpTool {
+  std::string name;
+  std::string description;
+  json::Value input_schema;   // JSON Schema of the arguments
+  json::Value output_schema;  // JSON Schema of structuredContent, or null
+};
+
+inline constexpr std::size_t kMaxMessageBytes = 8u << 20;  // one JSON-RPC line, bytes
+
+// tools/list. Errors: Errc::bad_usage (the command cannot be started),
+// Errc::invalid_json (the server broke the protocol), Errc::io (it exited or
+// timed out), naming the command.
+Result<std::vector<McpTool>> list_tools(const McpServer& server, std::chrono::milliseconds timeout);
+
+// tools/call. The outcome: ok with value {"content": [...], "structuredContent"?}
+// (structuredContent checked against `output_schema` when it is an object);
+// tool_error when the server reports isError or a JSON-RPC error; timeout;
+// crashed when the server exits or closes stdout mid-call; protocol_error for
+// malformed or oversized messages. Error only when the server cannot be started.
+Result<sandbox::CallOutcome> call_tool(const McpServer& server, const std::string& tool, const json::Value& arguments,
+                                       const json::Value& output_schema, std::chrono::milliseconds timeout);
+
+}  // namespace taskyon::external
