@@ -61,6 +61,23 @@ void print_installed(const store::InstallResult& r) {
                              short_id(*r.active), r.name, short_id(r.id));
 }
 
+// Stores validated manifests and prints `name revision` per manifest.
+int install_all(Globals& g, const std::vector<registry::Manifest>& manifests, bool activate, bool trusted) {
+  auto st = open_store(g);
+  if (!st) return report(g, st.error());
+  Value out = Value::array();
+  for (const auto& m : manifests) {
+    auto r = st->install(m, activate ? store::Activate::always : store::Activate::if_unbound, trust_for(trusted, m));
+    if (!r) return report(g, r.error());
+    if (g.json)
+      out.push_back(install_json(*r));
+    else
+      print_installed(*r);
+  }
+  if (g.json) print_json(out);
+  return kExitOk;
+}
+
 // Every file is read and validated before anything is stored: bad input changes nothing.
 int install(Globals& g, const InstallArgs& a) {
   std::vector<registry::Manifest> manifests;
@@ -77,20 +94,7 @@ int install(Globals& g, const InstallArgs& a) {
       return report(g, {taskyon::Errc::bad_usage, registry::trust_required_message(*manifest), file});
     manifests.push_back(std::move(*manifest));
   }
-  auto st = open_store(g);
-  if (!st) return report(g, st.error());
-  Value out = Value::array();
-  for (const auto& m : manifests) {
-    auto r = st->install(m, a.activate ? store::Activate::always : store::Activate::if_unbound,
-                         trust_for(a.trust, m));
-    if (!r) return report(g, r.error());
-    if (g.json)
-      out.push_back(install_json(*r));
-    else
-      print_installed(*r);
-  }
-  if (g.json) print_json(out);
-  return kExitOk;
+  return install_all(g, manifests, a.activate, a.trust);
 }
 
 int list(Globals& g) {
@@ -193,19 +197,7 @@ int import_mcp(Globals& g, const ImportArgs& a) {
     }
     manifests.push_back(std::move(*m));
   }
-  auto st = open_store(g);
-  if (!st) return report(g, st.error());
-  Value out = Value::array();
-  for (const auto& m : manifests) {
-    auto r = st->install(m, a.activate ? store::Activate::always : store::Activate::if_unbound, trust_for(true, m));
-    if (!r) return report(g, r.error());
-    if (g.json)
-      out.push_back(install_json(*r));
-    else
-      print_installed(*r);
-  }
-  if (g.json) print_json(out);
-  return kExitOk;
+  return install_all(g, manifests, a.activate, /*trusted=*/true);
 }
 
 // The native functions compiled into this host, as installable manifests.
