@@ -21,6 +21,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "taskyon/sandbox/pool.h"
 #include "taskyon/sandbox/protocol.h"
 
@@ -790,6 +792,32 @@ TEST(SandboxPool, StatusNames) {
   EXPECT_EQ(status_name(Status::timeout), "timeout");
   EXPECT_EQ(status_name(Status::crashed), "crashed");
   EXPECT_EQ(status_name(Status::protocol_error), "protocol_error");
+}
+
+}  // namespace
+}  // namespace taskyon::sandbox
+
+namespace taskyon::sandbox {
+namespace {
+
+TEST(SandboxPool, PastTheCapTheLeastRecentlyUsedIdleSandboxIsEvicted) {
+  RuntimeConfig config;
+  config.max_live = 2;
+  Pool pool(config);
+  const std::string code = "() => (globalThis.n = (globalThis.n ?? 0) + 1)";
+  run(pool, request(rev("a"), code));
+  run(pool, request(rev("b"), code));
+  run(pool, request(rev("a"), code));  // a is now more recent than b
+  auto c = run(pool, request(rev("c"), code));
+  EXPECT_TRUE(c.fresh_sandbox);
+  auto live = pool.live();
+  std::sort(live.begin(), live.end());
+  EXPECT_EQ(live, (std::vector<std::string>{rev("a"), rev("c")}));
+  ASSERT_FALSE(pool.destructions().empty());
+  EXPECT_EQ(pool.destructions().back().revision, rev("b"));
+  EXPECT_EQ(pool.destructions().back().reason, "evicted");
+  EXPECT_EQ(run(pool, request(rev("a"), code)).value, 3);  // a kept its state
+  EXPECT_EQ(run(pool, request(rev("b"), code)).value, 1);  // b starts again
 }
 
 }  // namespace

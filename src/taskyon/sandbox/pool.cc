@@ -32,6 +32,7 @@ namespace {
 struct Slot {
   std::mutex call_mu;                // held for a whole call, start and load included
   std::shared_ptr<Sandbox> sandbox;  // guarded by Pool::Impl::mu; null when none is live
+  std::uint64_t last_used = 0;       // guarded by Pool::Impl::mu; larger is more recent
 };
 
 // Why a sandbox is destroyed after a call that ended with `status`; empty: it is not.
@@ -57,6 +58,34 @@ struct Pool::Impl {
   std::set<std::shared_ptr<Sandbox>> disposables;                   // guarded by mu
   std::vector<Destruction> destructions;                            // guarded by mu
   std::atomic<std::uint64_t> next_call_id{1};
+  std::uint64_t use_clock = 0;  // guarded by mu
+
+  // Makes room for one more retained sandbox: while max_live are alive,
+  // destroys the least recently used one that no call holds. Busy sandboxes
+  // are never evicted, so the cap can be exceeded while every one is in use.
+  void evict_for_room(const Slot* keep) {
+    std::vector<std::shared_ptr<Sandbox>> doomed;
+    {
+      std::lock_guard lock(mu);
+      std::size_t alive = 0;
+      for (const auto& [_, slot] : slots) alive += slot->sandbox ? 1 : 0;
+      while (alive >= config.max_live) {
+        Slot* victim = nullptr;
+        for (const auto& [_, slot] : slots)
+          if (slot.get() != keep && slot->sandbox && (!victim || slot->last_used < victim->last_used) &&
+              slot->call_mu.try_lock()) {
+            if (victim) victim->call_mu.unlock();
+            victim = slot.get();
+          }
+        if (!victim) break;
+        record(victim->sandbox->revision(), "evicted");
+        doomed.push_back(std::move(victim->sandbox));
+        victim->call_mu.unlock();
+        --alive;
+      }
+    }
+    for (const auto& sandbox : doomed) sandbox->kill("evicted");
+  }
 
   Result<std::string> node_path() {
     std::lock_guard lock(mu);
@@ -120,6 +149,7 @@ struct Pool::Impl {
       std::lock_guard lock(mu);
       auto& entry = slots[request.tool.revision];
       if (!entry) entry = std::make_shared<Slot>();
+      entry->last_used = ++use_clock;
       slot = entry;
     }
     std::lock_guard call_lock(slot->call_mu);
@@ -136,6 +166,7 @@ struct Pool::Impl {
     }
     const bool fresh = !sandbox;
     if (fresh) {
+      evict_for_room(slot.get());
       auto started = Sandbox::start(launcher, node_exe, config, request.tool.revision, Mode::retained);
       if (!started) return std::unexpected(std::move(started.error()));
       sandbox = std::move(*started);

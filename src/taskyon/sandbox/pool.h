@@ -37,6 +37,8 @@ struct RuntimeConfig {
   std::size_t max_frame_bytes = 8u << 20;     // one protocol line, bytes
   std::size_t max_log_bytes = 1u << 20;       // logs kept per call (console + stderr), bytes
   int heap_limit_mb = 256;                    // V8 --max-old-space-size, MiB
+  std::size_t max_live = 16;                  // retained sandboxes alive at once; past it the least
+                                              // recently used idle one is destroyed ("evicted")
 };
 
 // What a sandbox runs. The revision is the identity bound to the channel.
@@ -96,7 +98,8 @@ struct SandboxInfo {
 
 struct Destruction {
   std::string revision;
-  std::string reason;  // "timeout", "crashed", "protocol_error", "load_error", "terminated", "disposable", "shutdown"
+  std::string reason;  // "timeout", "crashed", "protocol_error", "load_error", "terminated", "disposable",
+                       // "evicted", "shutdown"
   std::chrono::system_clock::time_point when;
 };
 
