@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   tycli::add_run_command(app, g);
   tycli::add_task_commands(app, g);
   tycli::add_chat_commands(app, g);
+  tycli::add_policy_commands(app, g);
 
   try {
     app.parse(argc, argv);

@@ -1,0 +1,209 @@
+// WHATWG URL Standard §3.5 host parser for special schemes, and §3.3 domain to
+// ASCII on libidn2. Known differences from browsers and Node are listed in
+// docs/fetch-policy.md ("Conformance"); all of them refuse a host that Node
+// accepts, never the other way round.
+#include <algorithm>
+#include <cstdlib>
+#include <memory>
+
+#include <idn2.h>
+
+#include "taskyon/capability/url.h"
+#include "taskyon/capability/url_parts.h"
+
+namespace taskyon::capability {
+namespace detail {
+namespace {
+
+constexpr bool is_ascii_alpha_upper(unsigned char c) { return c >= 'A' && c <= 'Z'; }
+
+// Forbidden domain code points: the forbidden host code points, C0 controls,
+// U+0025 (%) and U+007F. Only ASCII can be forbidden.
+constexpr bool is_forbidden_domain(unsigned char c) {
+  switch (c) {
+    case 0x00: case '\t': case '\n': case '\r': case ' ': case '#': case '/': case ':': case '<': case '>':
+    case '?': case '@': case '[': case '\\': case ']': case '^': case '|': case '%': case 0x7f:
+      return true;
+    default:
+      return c < 0x20;
+  }
+}
+
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// Percent-decode (§1.3): "%XX" becomes the byte; any other "%" stays.
+std::string percent_decode(std::string_view input) {
+  std::string out;
+  out.reserve(input.size());
+  for (std::size_t i = 0; i < input.size(); ++i) {
+    if (input[i] == '%' && i + 2 < input.size()) {
+      const int hi = hex_value(input[i + 1]), lo = hex_value(input[i + 2]);
+      if (hi >= 0 && lo >= 0) {
+        out.push_back(static_cast<char>(hi * 16 + lo));
+        i += 2;
+        continue;
+      }
+    }
+    out.push_back(input[i]);
+  }
+  return out;
+}
+
+}  // namespace
+
+bool is_utf8(std::string_view bytes) {
+  const auto* s = reinterpret_cast<const unsigned char*>(bytes.data());
+  const std::size_t n = bytes.size();
+  for (std::size_t i = 0; i < n;) {
+    const unsigned char c = s[i];
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    std::size_t len;
+    unsigned char lo = 0x80, hi = 0xbf;  // bounds of the second byte
+    if (c >= 0xc2 && c <= 0xdf) len = 2;
+    else if (c == 0xe0) len = 3, lo = 0xa0;
+    else if (c == 0xed) len = 3, hi = 0x9f;  // no surrogates
+    else if (c >= 0xe1 && c <= 0xef) len = 3;
+    else if (c == 0xf0) len = 4, lo = 0x90;
+    else if (c >= 0xf1 && c <= 0xf3) len = 4;
+    else if (c == 0xf4) len = 4, hi = 0x8f;  // <= U+10FFFF
+    else return false;
+    if (i + len > n) return false;
+    if (s[i + 1] < lo || s[i + 1] > hi) return false;
+    for (std::size_t k = 2; k < len; ++k)
+      if (s[i + k] < 0x80 || s[i + k] > 0xbf) return false;
+    i += len;
+  }
+  return true;
+}
+
+std::expected<std::string, Failure> domain_to_ascii(std::string_view domain) {
+  // One pass over the ASCII fast path: with beStrict = false, an ASCII domain
+  // with no label starting "xn--" (any case) converts by ASCII lower-casing.
+  // A forbidden code point fails here already: UTS #46 (UseSTD3ASCIIRules =
+  // false) passes ASCII through, so the check after it would fail too.
+  std::string out(domain.size(), '\0');
+  bool idna = false;
+  std::size_t label_start = 0;
+  for (std::size_t i = 0; i < domain.size(); ++i) {
+    const auto c = static_cast<unsigned char>(domain[i]);
+    if (c >= 0x80) {
+      idna = true;
+      break;
+    }
+    if (is_forbidden_domain(c)) return std::unexpected(Failure{"domain-invalid-code-point"});
+    if (c == '.') label_start = i + 1;
+    if (i == label_start + 3 && c == '-' && out[i - 1] == '-' && out[i - 2] == 'n' && out[i - 3] == 'x') {
+      idna = true;  // an A-label: checked as Punycode
+      break;
+    }
+    out[i] = static_cast<char>(is_ascii_alpha_upper(c) ? c + 0x20 : c);
+  }
+  if (idna) {
+    // UTS #46 ToASCII, nontransitional ("faß" stays "faß"), with input NFC.
+    // libidn2 cannot see past a NUL; NUL is forbidden anyway.
+    if (domain.find('\0') != std::string_view::npos) return std::unexpected(Failure{"domain-invalid-code-point"});
+    const std::string input(domain);
+    char* ascii = nullptr;
+    const int rc = idn2_to_ascii_8z(input.c_str(), &ascii, IDN2_NONTRANSITIONAL | IDN2_NFC_INPUT);
+    std::unique_ptr<char, decltype(&std::free)> owned(ascii, &std::free);
+    if (rc != IDN2_OK || ascii == nullptr) return std::unexpected(Failure{"domain-to-ASCII"});
+    out.assign(ascii);
+    for (unsigned char c : out)
+      if (is_forbidden_domain(c)) return std::unexpected(Failure{"domain-invalid-code-point"});
+  }
+  if (out.empty()) return std::unexpected(Failure{"domain-to-ASCII"});
+  return out;
+}
+
+}  // namespace detail
+
+Result<Host> detail::parse_utf8_host(std::string_view input) {
+  auto failure = [&](detail::Failure name, std::string_view what) {
+    return fail(Errc::bad_usage, std::string(name) + ": " + std::string(what), std::string(input));
+  };
+  if (input.empty()) return failure("host-missing", "the host is empty");
+  Host host;
+  if (input.front() == '[') {
+    if (input.size() < 2 || input.back() != ']') return failure("IPv6-unclosed", "an IPv6 address lacks its closing ]");
+    auto pieces = detail::parse_ipv6(input.substr(1, input.size() - 2));
+    if (!pieces) return failure(pieces.error(), "not a valid IPv6 address");
+    host.kind = HostKind::ipv6;
+    host.address = IpAddress::v6(*pieces);
+    return host;
+  }
+  // The common literal "93.184.215.14": digits and dots need no decoding or
+  // IDNA (domain to ASCII would return them unchanged).
+  const bool digits_and_dots =
+      std::all_of(input.begin(), input.end(), [](char c) { return (c >= '0' && c <= '9') || c == '.'; });
+  if (digits_and_dots && detail::ends_in_a_number(input)) {
+    auto v4 = detail::parse_ipv4(input);
+    if (!v4) return failure(v4.error(), "the host ends in a number but is not a valid IPv4 address");
+    host.kind = HostKind::ipv4;
+    host.address = IpAddress::v4(*v4);
+    return host;
+  }
+  std::string decoded;
+  std::string_view domain = input;
+  if (input.find('%') != std::string_view::npos) {
+    decoded = detail::percent_decode(input);
+    if (!detail::is_utf8(decoded)) return failure("domain-to-ASCII", "the percent-decoded host is not UTF-8");
+    domain = decoded;
+  }
+  auto ascii = detail::domain_to_ascii(domain);
+  if (!ascii) {
+    return failure(ascii.error(), ascii.error() == "domain-to-ASCII"
+                                      ? "IDNA (UTS #46) processing refuses the host"
+                                      : "the host holds a forbidden code point");
+  }
+  if (detail::ends_in_a_number(*ascii)) {
+    auto v4 = detail::parse_ipv4(*ascii);
+    if (!v4) return failure(v4.error(), "the host ends in a number but is not a valid IPv4 address");
+    host.kind = HostKind::ipv4;
+    host.address = IpAddress::v4(*v4);
+    return host;
+  }
+  host.kind = HostKind::domain;
+  host.domain = std::move(*ascii);
+  return host;
+}
+
+Result<Host> parse_host(std::string_view input) {
+  if (!detail::is_utf8(input))
+    return fail(Errc::bad_usage, "domain-to-ASCII: the host is not UTF-8", std::string(input));
+  return detail::parse_utf8_host(input);
+}
+
+std::string Host::serialize() const {
+  std::string out;
+  append_to(out);
+  return out;
+}
+
+void Host::append_to(std::string& out) const {
+  switch (kind) {
+    case HostKind::none:
+    case HostKind::empty:
+      break;
+    case HostKind::domain:
+      out += domain;
+      break;
+    case HostKind::ipv4:
+      detail::append_ipv4(out, address.v4_value());
+      break;
+    case HostKind::ipv6:
+      out += '[';
+      detail::append_ipv6(out, address.v6_pieces());
+      out += ']';
+      break;
+  }
+}
+
+}  // namespace taskyon::capability

@@ -1,0 +1,42 @@
+// Internal to src/taskyon/capability: the WHATWG URL Standard's host pieces
+// (https://url.spec.whatwg.org/#host-parsing), shared by url.cc, host.cc and
+// address.cc. Failures are the standard's validation-error names
+// ("IPv4-too-many-parts"), static strings.
+#pragma once
+
+#include <cstdint>
+#include <expected>
+#include <string>
+#include <string_view>
+
+#include "taskyon/capability/address.h"
+#include "taskyon/capability/url.h"
+
+namespace taskyon::capability::detail {
+
+using Failure = std::string_view;  // a WHATWG validation-error name
+
+// IPv4 number parser, ends-in-a-number checker, IPv4 parser (§3.5).
+bool ends_in_a_number(std::string_view input);
+std::expected<std::uint32_t, Failure> parse_ipv4(std::string_view input);
+
+// IPv6 parser (§3.5), input without the brackets.
+std::expected<IpAddress::Pieces, Failure> parse_ipv6(std::string_view input);
+
+// IPv4 and IPv6 serializers (§3.6).
+void append_ipv4(std::string& out, std::uint32_t address);
+void append_ipv6(std::string& out, const IpAddress::Pieces& pieces);
+
+// Domain to ASCII (§3.3) with beStrict = false: ASCII input with no "xn--"
+// label is lower-cased here; anything else goes through libidn2's UTS #46
+// processing (nontransitional, NFC). Then the forbidden-domain-code-point check.
+std::expected<std::string, Failure> domain_to_ascii(std::string_view domain_utf8);
+
+// parse_host() for input already known to be UTF-8 (the URL parser checks
+// the whole input once).
+Result<Host> parse_utf8_host(std::string_view input);
+
+// True for a well-formed UTF-8 sequence (no overlongs, surrogates, or > U+10FFFF).
+bool is_utf8(std::string_view bytes);
+
+}  // namespace taskyon::capability::detail
