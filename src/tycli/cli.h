@@ -54,6 +54,7 @@ void add_run_command(CLI::App& app, Globals& g);
 void add_task_commands(CLI::App& app, Globals& g);
 void add_chat_commands(CLI::App& app, Globals& g);
 void add_policy_commands(CLI::App& app, Globals& g);
+void add_sandbox_commands(CLI::App& app, Globals& g);
 
 }  // namespace tycli
 

@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
 
   tycli::add_tool_commands(app, g);
   tycli::add_call_command(app, g);
+  tycli::add_sandbox_commands(app, g);
   tycli::add_run_command(app, g);
   tycli::add_task_commands(app, g);
   tycli::add_chat_commands(app, g);

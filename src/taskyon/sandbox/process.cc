@@ -3,8 +3,6 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
-#include <sys/prctl.h>
-#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -18,31 +16,7 @@
 
 namespace taskyon::sandbox {
 
-Fd& Fd::operator=(Fd&& other) noexcept {
-  if (this != &other) reset(other.release());
-  return *this;
-}
-
-void Fd::reset(int fd) {
-  if (fd_ >= 0) ::close(fd_);
-  fd_ = fd;
-}
-
-std::string_view exec_step_name(int exit_code) {
-  switch (static_cast<ExecStep>(exit_code)) {
-    case ExecStep::sigmask: return "sigprocmask";
-    case ExecStep::signals: return "sigaction";
-    case ExecStep::setsid: return "setsid";
-    case ExecStep::pdeathsig: return "prctl(PR_SET_PDEATHSIG)";
-    case ExecStep::parent_gone: return "getppid (host died during start)";
-    case ExecStep::rlimit_core: return "setrlimit(RLIMIT_CORE)";
-    case ExecStep::dup_stdio: return "dup2";
-    case ExecStep::close_fds: return "close_range";
-    case ExecStep::chdir: return "chdir";
-    case ExecStep::execve: return "execve";
-  }
-  return {};
-}
+std::string_view exec_step_name(int exit_code) { return hardening::step_name(exit_code); }
 
 Child::Child(pid_t pid, Fd pidfd, Fd stdin_w, Fd stdout_r, Fd stderr_r)
     : pid_(pid), pidfd_(std::move(pidfd)), stdin_(std::move(stdin_w)),
@@ -52,18 +26,26 @@ Child::~Child() { reap(); }
 
 void Child::kill() noexcept {
   std::lock_guard lock(mu_);
+  kill_locked();
+}
+
+// The group first (the child leads it after setsid; an unreaped child keeps
+// its pid, so the group id is not reused); then the child itself, in case it
+// was killed before its setsid ran.
+void Child::kill_locked() noexcept {
   if (reaped_) return;
-  // The group first (the child leads it after setsid); then the child itself,
-  // in case it was killed before its setsid ran.
   ::kill(-pid_, SIGKILL);
-  ::kill(pid_, SIGKILL);
+  if (pidfd_) {
+    ::syscall(SYS_pidfd_send_signal, pidfd_.get(), SIGKILL, nullptr, 0);
+  } else {
+    ::kill(pid_, SIGKILL);
+  }
 }
 
 int Child::reap() noexcept {
   std::lock_guard lock(mu_);
   if (reaped_) return status_;
-  ::kill(-pid_, SIGKILL);
-  ::kill(pid_, SIGKILL);
+  kill_locked();
   int status = 0;
   pid_t r;
   do {
@@ -109,55 +91,21 @@ bool set_nonblocking(int fd) {
   return flags >= 0 && ::fcntl(fd, F_SETFL, flags | O_NONBLOCK) == 0;
 }
 
-[[noreturn]] void die(ExecStep step) { ::_exit(static_cast<int>(step)); }
-
-// Runs in the child between fork and exec: syscalls only, no allocation, every
-// call checked (STYLE habit 10). All arguments were prepared before fork.
-[[noreturn]] void exec_child(pid_t host, int in_r, int out_w, int err_w, const char* workdir,
-                             const char* program, char* const argv[], char* const envp[],
-                             const sigset_t* empty_set, const struct sigaction* default_action) {
-  if (::sigprocmask(SIG_SETMASK, empty_set, nullptr) != 0) die(ExecStep::sigmask);
-  for (int sig = 1; sig < 32; ++sig) {
-    if (sig == SIGKILL || sig == SIGSTOP) continue;
-    if (::sigaction(sig, default_action, nullptr) != 0) die(ExecStep::signals);
-  }
-  if (::setsid() < 0) die(ExecStep::setsid);
-  if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) die(ExecStep::pdeathsig);
-  if (::getppid() != host) die(ExecStep::parent_gone);
-  const struct rlimit no_core = {0, 0};
-  if (::setrlimit(RLIMIT_CORE, &no_core) != 0) die(ExecStep::rlimit_core);
-  // The pipe ends are >= 3 (make_pipe), so each dup2 is a real copy and clears O_CLOEXEC.
-  if (::dup2(in_r, 0) != 0 || ::dup2(out_w, 1) != 1 || ::dup2(err_w, 2) != 2) die(ExecStep::dup_stdio);
-  if (::close_range(3, ~0U, 0) != 0) die(ExecStep::close_fds);
-  if (::chdir(workdir) != 0) die(ExecStep::chdir);
-  ::execve(program, argv, envp);
-  die(ExecStep::execve);
-}
-
 Result<std::unique_ptr<Child>> spawn_now(const SpawnSpec& spec) {
+  if (!spec.policy) return fail(Errc::bad_usage, "a sandbox child needs a hardening policy");
   Fd in_r, in_w, out_r, out_w, err_r, err_w;
   if (!make_pipe(in_r, in_w) || !make_pipe(out_r, out_w) || !make_pipe(err_r, err_w)) {
     return fail(Errc::internal, fmt::format("cannot create the sandbox pipes: {}", std::strerror(errno)));
   }
-  std::vector<char*> argv;
-  for (const std::string& arg : spec.argv) argv.push_back(const_cast<char*>(arg.c_str()));
-  argv.push_back(nullptr);
-  std::vector<char*> envp;
-  for (const std::string& entry : spec.env) envp.push_back(const_cast<char*>(entry.c_str()));
-  envp.push_back(nullptr);
-  sigset_t empty_set;
-  sigemptyset(&empty_set);
-  struct sigaction default_action {};
-  default_action.sa_handler = SIG_DFL;
-  sigemptyset(&default_action.sa_mask);
-  const pid_t host = ::getpid();
+  const hardening::ChildSpec child_spec{
+      .argv = spec.argv, .env = spec.env, .workdir = spec.workdir, .limits = spec.limits};
+  auto containment = hardening::Containment::prepare(spec.policy, child_spec,
+                                                     hardening::ChildStdio{in_r.get(), out_w.get(), err_w.get()});
+  if (!containment) return std::unexpected(std::move(containment.error()));
 
   const pid_t pid = ::fork();
   if (pid < 0) return fail(Errc::internal, fmt::format("cannot fork the sandbox: {}", std::strerror(errno)));
-  if (pid == 0) {
-    exec_child(host, in_r.get(), out_w.get(), err_w.get(), spec.workdir.c_str(), spec.program.c_str(),
-               argv.data(), envp.data(), &empty_set, &default_action);
-  }
+  if (pid == 0) hardening::contain(**containment);
   in_r.reset();
   out_w.reset();
   err_w.reset();

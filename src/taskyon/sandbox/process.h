@@ -1,13 +1,15 @@
-// Child processes of the sandbox: start one with nothing inherited, kill its
-// process group, reap it. Linux only.
+// Child processes of the sandbox: start one contained, kill its process
+// group, reap it. Linux only.
 //
-// A child starts in a new session (its own process group), with
-// PR_SET_PDEATHSIG=SIGKILL, RLIMIT_CORE=0, an empty signal mask and default
-// dispositions, pipes on fds 0/1/2 and no other descriptor, the given working
-// directory, and exactly the given environment (empty unless the caller puts
-// something in). Children are forked by a Launcher's own thread, because the
-// kernel sends the parent-death signal when the *thread* that forked exits:
-// a caller's short-lived thread must not take the sandbox down with it.
+// A child is forked by a Launcher's own thread and runs
+// hardening::contain() before it execs the runtime: own session and process
+// group, the kernel layers this machine supports (namespaces, Landlock,
+// seccomp), die-with-parent, resource limits, pipes on fds 0/1/2 and no other
+// descriptor, the given working directory and exactly the given environment
+// (src/taskyon/hardening/contain.h lists the steps in order). The Launcher's
+// thread forks because the kernel sends the parent-death signal when the
+// *thread* that forked exits: a caller's short-lived thread must not take the
+// sandbox down with it.
 #pragma once
 
 #include <sys/types.h>
@@ -23,51 +25,26 @@
 #include <vector>
 
 #include "taskyon/base/error.h"
+#include "taskyon/hardening/contain.h"
+#include "taskyon/hardening/fd.h"
 
 namespace taskyon::sandbox {
 
 // An owned file descriptor (-1 when empty), closed on destruction.
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  Fd(Fd&& other) noexcept : fd_(other.release()) {}
-  Fd& operator=(Fd&& other) noexcept;
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() { reset(); }
-
-  int get() const { return fd_; }
-  explicit operator bool() const { return fd_ >= 0; }
-  int release() { int fd = fd_; fd_ = -1; return fd; }
-  void reset(int fd = -1);
-
- private:
-  int fd_ = -1;
-};
+using Fd = hardening::Fd;
 
 // What to start. Everything is prepared before fork; the child only makes syscalls.
 struct SpawnSpec {
-  std::string program;            // absolute path, passed to execve as is
-  std::vector<std::string> argv;  // argv[0] included
-  std::vector<std::string> env;   // "NAME=value" entries; empty: an empty environment
-  std::string workdir;            // an existing directory, the child's cwd
+  std::shared_ptr<const hardening::Policy> policy;  // the runtime and the layers around it; required
+  std::vector<std::string> argv;                    // argv[0] included
+  std::vector<std::string> env;                     // "NAME=value" entries; empty: an empty environment
+  std::string workdir;                              // an existing directory, the child's cwd
+  hardening::rlimits::Limits limits;                // RLIMIT_DATA, RLIMIT_NOFILE
 };
 
-// Exit codes of a child that failed between fork and exec (STYLE habit 10).
-// They are chosen above what Node itself uses, so the host can tell them apart.
-enum class ExecStep : int {
-  sigmask = 240,      // sigprocmask(SIG_SETMASK, {})
-  signals = 241,      // sigaction(sig, SIG_DFL) for 1..31
-  setsid = 242,
-  pdeathsig = 243,    // prctl(PR_SET_PDEATHSIG, SIGKILL)
-  parent_gone = 244,  // getppid() changed: the host died before prctl took effect
-  rlimit_core = 245,  // setrlimit(RLIMIT_CORE, 0)
-  dup_stdio = 246,    // dup2 onto 0/1/2
-  close_fds = 247,    // close_range(3, ~0U, 0)
-  chdir = 248,
-  execve = 249,
-};
+// Exit codes of a child that failed between fork and exec (STYLE habit 10),
+// one per containment step (hardening::Step).
+using ExecStep = hardening::Step;
 
 // "execve", "setsid", … for one of the codes above; empty for any other code.
 std::string_view exec_step_name(int exit_code);
@@ -87,8 +64,9 @@ class Child {
   int stdout_fd() const { return stdout_.get(); }
   int stderr_fd() const { return stderr_.get(); }
 
-  // SIGKILL to the child's process group and to the child. Never waits; safe
-  // from any thread; a no-op once reaped (so it never signals a reused pid).
+  // SIGKILL to the child's process group and to the child (through its pidfd
+  // when there is one). Never waits; safe from any thread; a no-op once reaped
+  // (so it never signals a reused pid).
   void kill() noexcept;
 
   // kill(), then waitpid. Returns the wait status (as waitpid fills it); the
@@ -96,6 +74,8 @@ class Child {
   int reap() noexcept;
 
  private:
+  void kill_locked() noexcept;  // under mu_
+
   const pid_t pid_;
   Fd pidfd_, stdin_, stdout_, stderr_;
   std::mutex mu_;  // orders kill() against reap(): no signal after the pid is released
@@ -117,8 +97,9 @@ class Launcher {
   Launcher(const Launcher&) = delete;
   Launcher& operator=(const Launcher&) = delete;
 
-  // Starts a child. Errc::internal when pipe, fork or the launcher thread fails.
-  // A failure after fork shows as the child's exit code (ExecStep).
+  // Starts a child. Errc::bad_usage without a policy; Errc::internal when
+  // pipe, the seccomp filter, fork or the launcher thread fails. A failure
+  // after fork shows as the child's exit code (ExecStep).
   Result<std::unique_ptr<Child>> spawn(const SpawnSpec& spec);
 
  private:

@@ -11,6 +11,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <map>
+#include <mutex>
 #include <system_error>
 
 #include <fmt/format.h>
@@ -144,12 +146,29 @@ std::vector<std::string> node_argv(const std::string& node, const RuntimeConfig&
       fmt::format("--max-old-space-size={}", config.heap_limit_mb),
       "--experimental-permission",
       "--no-warnings",
+      "--openssl-config=/dev/null",
       "-e",
       std::string(guest::node_bootstrap()),
       std::to_string(config.max_frame_bytes),
       std::to_string(config.max_log_bytes),
       std::to_string(protocol::kMaxDepth),
   };
+}
+
+Result<std::shared_ptr<const hardening::Policy>> node_policy(const std::string& node) {
+  static std::mutex mu;
+  static std::map<std::string, std::shared_ptr<const hardening::Policy>, std::less<>> cache;
+  std::lock_guard lock(mu);
+  if (auto it = cache.find(node); it != cache.end()) return it->second;
+  auto policy = hardening::Policy::prepare(node, {"/dev/null"});
+  if (!policy) return policy;
+  cache.emplace(node, *policy);
+  return *policy;
+}
+
+hardening::rlimits::Limits node_limits(const RuntimeConfig& config) {
+  const std::uint64_t heap_mb = config.heap_limit_mb > 0 ? static_cast<std::uint64_t>(config.heap_limit_mb) : 0;
+  return {.data_bytes = (heap_mb + kNodeOffHeapMb) << 20, .open_files = 256};
 }
 
 Sandbox::Sandbox(std::unique_ptr<Child> child, std::string workdir, std::string revision, Mode mode,
@@ -160,6 +179,8 @@ Sandbox::Sandbox(std::unique_ptr<Child> child, std::string workdir, std::string 
 
 Result<std::shared_ptr<Sandbox>> Sandbox::start(Launcher& launcher, const std::string& node,
                                                 const RuntimeConfig& config, std::string revision, Mode mode) {
+  auto policy = node_policy(node);
+  if (!policy) return std::unexpected(std::move(policy.error()));
   std::error_code ec;
   fs::path tmp = fs::temp_directory_path(ec);
   if (ec || !tmp.is_absolute()) tmp = "/tmp";
@@ -168,7 +189,11 @@ Result<std::shared_ptr<Sandbox>> Sandbox::start(Launcher& launcher, const std::s
     return fail(Errc::internal, fmt::format("cannot create the sandbox directory: {}", std::strerror(errno)),
                 pattern);
   }
-  SpawnSpec spec{.program = node, .argv = node_argv(node, config), .env = {}, .workdir = pattern};
+  SpawnSpec spec{.policy = std::move(*policy),
+                 .argv = node_argv(node, config),
+                 .env = {},
+                 .workdir = pattern,
+                 .limits = node_limits(config)};
   auto child = launcher.spawn(spec);
   if (!child) {
     fs::remove_all(pattern, ec);

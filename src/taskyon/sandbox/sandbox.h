@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "taskyon/base/error.h"
+#include "taskyon/hardening/contain.h"
 #include "taskyon/sandbox/pool.h"
 #include "taskyon/sandbox/process.h"
 #include "taskyon/sandbox/protocol.h"
@@ -36,13 +37,31 @@ Result<std::string> find_node(std::string_view configured);
 //   --experimental-permission             Node 20 permission model, no --allow-*:
 //                                         no fs, child_process, worker, addons
 //   --no-warnings                         keeps the permission model's warning off fd 2
+//   --openssl-config=/dev/null            OpenSSL reads no host configuration (Landlock
+//                                         grants /dev/null, not /etc/ssl)
 std::vector<std::string> node_argv(const std::string& node, const RuntimeConfig& config);
+
+// The hardening policy of every Node sandbox child (src/taskyon/hardening/
+// contain.h): Landlock grants read+execute on the Node executable and its ELF
+// interpreter, read on its shared libraries, /etc/ld.so.cache and /dev/null,
+// nothing else. Prepared once per executable path, then shared.
+// Errc::runtime_missing when `node` is not a readable ELF executable.
+Result<std::shared_ptr<const hardening::Policy>> node_policy(const std::string& node);
+
+// Off-heap room above the V8 heap cap: RLIMIT_DATA = heap_limit_mb + this, MiB.
+// Node needs about 48 MiB of it to start; Buffers, ArrayBuffers and
+// WebAssembly memories of a tool share the rest.
+inline constexpr std::uint64_t kNodeOffHeapMb = 256;
+
+// The child's resource limits: RLIMIT_DATA as above, RLIMIT_NOFILE 256.
+hardening::rlimits::Limits node_limits(const RuntimeConfig& config);
 
 class Sandbox {
  public:
   // Makes the private directory (<tmp>/taskyon-sandbox-XXXXXX, mode 0700) and
-  // starts the child in it with an empty environment. Errc::internal when the
-  // directory, pipes or fork fail.
+  // starts the child in it, contained by node_policy(node), with an empty
+  // environment. Errc::runtime_missing when `node` is not an ELF executable;
+  // Errc::internal when the policy, directory, pipes or fork fail.
   static Result<std::shared_ptr<Sandbox>> start(Launcher& launcher, const std::string& node,
                                                 const RuntimeConfig& config, std::string revision, Mode mode);
 

@@ -1,0 +1,152 @@
+#include "taskyon/hardening/probe.h"
+
+#include <fcntl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "taskyon/hardening/landlock.h"
+#include "taskyon/hardening/namespaces.h"
+#include "taskyon/hardening/seccomp.h"
+
+namespace taskyon::hardening {
+
+namespace {
+
+// Forks a child that enters the sandbox's namespaces exactly as contain()
+// does; empty when it could, else why not.
+std::string probe_namespaces() {
+  const namespaces::Plan plan = namespaces::plan_namespaces();
+  int report[2];
+  if (::pipe2(report, O_CLOEXEC) != 0) return fmt::format("pipe2 failed: {}", std::strerror(errno));
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    const int saved = errno;
+    ::close(report[0]);
+    ::close(report[1]);
+    return fmt::format("fork failed: {}", std::strerror(saved));
+  }
+  if (pid == 0) {  // syscalls only
+    int step = 0;
+    if (!namespaces::unshare_all(plan)) step = 1;
+    else if (!namespaces::write_id_maps(plan)) step = 2;
+    else if (!namespaces::set_hostname()) step = 3;
+    if (step != 0) {
+      const int failure[2] = {step, errno};
+      (void)!::write(report[1], failure, sizeof failure);
+    }
+    ::_exit(step);
+  }
+  ::close(report[1]);
+  int failure[2] = {0, 0};
+  ssize_t n;
+  do {
+    n = ::read(report[0], failure, sizeof failure);
+  } while (n < 0 && errno == EINTR);
+  ::close(report[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (n == static_cast<ssize_t>(sizeof failure)) {
+    static constexpr const char* kWhat[] = {"", "unshare(CLONE_NEWUSER|CLONE_NEWNET|CLONE_NEWIPC|CLONE_NEWUTS)",
+                                            "writing the id maps", "sethostname"};
+    const int step = failure[0] >= 1 && failure[0] <= 3 ? failure[0] : 0;
+    return fmt::format("{} failed: {}", kWhat[step], std::strerror(failure[1]));
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return "the namespace probe did not finish";
+  return {};
+}
+
+Support probe() {
+  Support s;
+  s.landlock_abi = landlock::abi_version();
+  s.seccomp = seccomp::available();
+  const long pidfd = ::syscall(SYS_pidfd_open, ::getpid(), 0);
+  s.pidfd = pidfd >= 0;
+  if (pidfd >= 0) ::close(static_cast<int>(pidfd));
+  s.namespaces_error = probe_namespaces();
+  s.user_namespaces = s.namespaces_error.empty();
+  return s;
+}
+
+}  // namespace
+
+const Support& support() {
+  static const Support probed = probe();
+  return probed;
+}
+
+std::vector<Layer> describe_layers(const Support& s) {
+  const int abi = s.landlock_abi;
+  const std::string landlock_missing = "this kernel has no Landlock";
+  std::vector<Layer> layers = {
+      {"session", "own session, process-group kill", true,
+       s.pidfd ? "setsid; tracked by a pidfd; SIGKILL to the group" : "setsid; SIGKILL to the group (no pidfd_open)",
+       "outliving a kill: the host SIGKILLs the child's whole process group"},
+      {"namespaces", "user, network, IPC and UTS namespaces", s.user_namespaces,
+       s.user_namespaces ? fmt::format("uid/gid {} inside, host name \"{}\"", namespaces::kSandboxId,
+                                       namespaces::kSandboxHostname)
+                         : s.namespaces_error,
+       "the network (no interface but a loopback that is down), host abstract UNIX sockets, SysV IPC, the host "
+       "name, root inside"},
+      {"die-with-parent", "parent-death signal", true, "PR_SET_PDEATHSIG=SIGKILL",
+       "outliving the host: the child is killed when the host dies"},
+      {"rlimits", "resource limits", true, "RLIMIT_CORE=0, RLIMIT_FSIZE=0, RLIMIT_NOFILE, RLIMIT_DATA",
+       "core files, writing file contents, unbounded descriptors, off-heap memory beyond RLIMIT_DATA"},
+      {"descriptors", "protocol pipes only", true, "fds 0/1/2 are pipes; everything else is closed at exec",
+       "inherited descriptors of the host (files, sockets, pipes)"},
+      {"workdir", "private empty working directory", true, "a fresh <tmp>/taskyon-sandbox-XXXXXX, mode 0700",
+       "relative paths reaching the host's working directory"},
+      {"no-new-privs", "no new privileges", true, "PR_SET_NO_NEW_PRIVS=1",
+       "gaining privilege through exec (setuid, file capabilities)"},
+      {"landlock-fs", "Landlock filesystem rules", abi >= 1,
+       abi >= 1 ? fmt::format("Landlock ABI {}", abi) : landlock_missing,
+       "reading anything but the runtime and its libraries, executing anything else, writing, creating, "
+       "removing or truncating any file"},
+      {"landlock-net", "Landlock TCP rules", abi >= 4,
+       abi >= 4 ? fmt::format("Landlock ABI {}", abi)
+                : abi >= 1 ? fmt::format("needs Landlock ABI 4, this kernel has {}", abi) : landlock_missing,
+       "TCP bind and connect on every port"},
+      {"landlock-scope", "Landlock signal and abstract-socket scopes", abi >= 6,
+       abi >= 6 ? fmt::format("Landlock ABI {}", abi)
+                : abi >= 1 ? fmt::format("needs Landlock ABI 6, this kernel has {}", abi) : landlock_missing,
+       "signals to any process outside the sandbox (host, other sandboxes), abstract UNIX sockets of others"},
+      {"seccomp", "seccomp filter", s.seccomp,
+       s.seccomp ? "libseccomp, exported to BPF on the host" : "no seccomp filters",
+       "socket(), fork/vfork/non-thread clone, exec after start, io_uring, ptrace, process_vm_*, unshare, setns, "
+       "mount, bpf, perf_event_open, keyctl, userfaultfd"},
+      {"environment", "explicit minimal environment", true, "the host passes the whole environment (Node: none)",
+       "the host's environment variables: API keys, tokens, HOME, PATH"},
+      {"node-permission", "Node permission model (runtime, not a boundary)", true,
+       "--experimental-permission without any --allow-*",
+       "node:fs, child_process, worker_threads, addons, inspector, WASI at the JavaScript level"},
+  };
+  return layers;
+}
+
+std::vector<std::string> warnings(const Support& s) {
+  std::vector<std::string> out;
+  if (!s.user_namespaces) {
+    out.push_back("sandboxes run without user and network namespaces (" + s.namespaces_error +
+                  "); seccomp's socket() rule is the only network barrier");
+  }
+  if (s.landlock_abi < 1) {
+    out.push_back("this kernel lacks Landlock: sandboxes run without filesystem rules, TCP rules and signal scope; "
+                  "the Node permission model is the only file barrier");
+  } else if (s.landlock_abi < 6) {
+    out.push_back(fmt::format("Landlock ABI {} has no signal scope (ABI 6): a tool can signal processes of the "
+                              "host's user{}",
+                              s.landlock_abi, s.landlock_abi < 4 ? ", and no TCP rules (ABI 4)" : ""));
+  }
+  if (!s.seccomp) {
+    out.push_back("this kernel lacks seccomp filters: sandboxes may create sockets and processes and exec");
+  }
+  return out;
+}
+
+}  // namespace taskyon::hardening

@@ -1,0 +1,125 @@
+// tycli sandbox explain [--node PATH]: the hardening layers of sandbox
+// children on this machine, in the order a child applies them, whether each
+// is active here and what it denies; then what a Node sandbox is granted.
+#include <sys/utsname.h>
+
+#include <iostream>
+#include <memory>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "cli.h"
+#include "taskyon/hardening/probe.h"
+#include "taskyon/sandbox/pool.h"
+#include "taskyon/sandbox/sandbox.h"
+
+namespace tycli {
+namespace {
+
+using taskyon::json::Value;
+namespace hardening = taskyon::hardening;
+namespace sandbox = taskyon::sandbox;
+
+struct ExplainArgs {
+  std::string node;  // empty: the first `node` on PATH
+};
+
+std::string kernel_release() {
+  struct utsname uts {};
+  return ::uname(&uts) == 0 ? std::string(uts.release) : std::string("unknown");
+}
+
+// The Node child's argv as people read it: the harness source stands for itself.
+Value readable_argv(const std::string& node, const sandbox::RuntimeConfig& config) {
+  Value argv = Value::array();
+  for (const std::string& arg : sandbox::node_argv(node, config)) {
+    argv.push_back(arg.size() > 200 ? std::string("<harness: src/guest/node/bootstrap.js>") : arg);
+  }
+  return argv;
+}
+
+int explain(Globals& g, const ExplainArgs& a) {
+  const hardening::Support& support = hardening::support();
+  const auto layers = hardening::describe_layers(support);
+  const auto warnings = hardening::warnings(support);
+
+  sandbox::RuntimeConfig config;
+  config.node_path = a.node;
+  Value node = Value();
+  std::string node_error;
+  if (auto path = sandbox::find_node(config.node_path); !path) {
+    node_error = path.error().message;
+  } else if (auto policy = sandbox::node_policy(*path); !policy) {
+    node_error = policy.error().describe();
+  } else {
+    const auto limits = sandbox::node_limits(config);
+    node = {{"path", *path},
+            {"argv", readable_argv(*path, config)},
+            {"environment", Value::object()},
+            {"landlock",
+             {{"readExecute", (*policy)->grants().read_execute}, {"read", (*policy)->grants().read}}},
+            {"limits", {{"dataBytes", limits.data_bytes}, {"openFiles", limits.open_files}}}};
+  }
+
+  if (g.json) {
+    Value out = {{"kernel", kernel_release()},
+                 {"landlockAbi", support.landlock_abi},
+                 {"layers", Value::array()},
+                 {"warnings", warnings},
+                 {"node", node}};
+    for (const auto& layer : layers) {
+      out["layers"].push_back({{"id", layer.id},
+                               {"name", layer.name},
+                               {"active", layer.active},
+                               {"detail", layer.detail},
+                               {"denies", layer.denies}});
+    }
+    if (!node_error.empty()) out["nodeError"] = node_error;
+    print_json(out);
+    return kExitOk;
+  }
+
+  std::cout << fmt::format("Sandbox layers on this machine (Linux {}), in the order each child applies them:\n",
+                           kernel_release());
+  for (const auto& layer : layers) {
+    std::cout << fmt::format("  {:<8} {:<16} {}: {}\n", layer.active ? "active" : "MISSING", layer.id, layer.name,
+                             layer.detail);
+    std::cout << fmt::format("  {:<8} {:<16} denies: {}\n", "", "", layer.denies);
+  }
+  if (node.is_null()) {
+    std::cout << fmt::format("\nNode sandboxes: unavailable ({})\n", node_error);
+  } else {
+    std::cout << fmt::format("\nNode sandboxes ({}):\n", node["path"].get<std::string>());
+    std::string argv;
+    for (const auto& arg : node["argv"]) argv += (argv.empty() ? "" : " ") + arg.get<std::string>();
+    std::cout << fmt::format("  argv         {}\n", argv);
+    std::cout << "  environment  empty\n";
+    for (const auto& path : node["landlock"]["readExecute"]) {
+      std::cout << fmt::format("  read+exec    {}\n", path.get<std::string>());
+    }
+    for (const auto& path : node["landlock"]["read"]) {
+      std::cout << fmt::format("  read         {}\n", path.get<std::string>());
+    }
+    std::cout << fmt::format("  limits       RLIMIT_DATA {} MiB, RLIMIT_NOFILE {}, RLIMIT_FSIZE 0, RLIMIT_CORE 0\n",
+                             node["limits"]["dataBytes"].get<std::uint64_t>() >> 20,
+                             node["limits"]["openFiles"].get<std::uint64_t>());
+  }
+  for (const auto& warning : warnings) std::cerr << fmt::format("tycli: warning: {}\n", warning);
+  return kExitOk;
+}
+
+}  // namespace
+
+void add_sandbox_commands(CLI::App& app, Globals& g) {
+  auto* sb = app.add_subcommand("sandbox", "inspect the sandbox that runs tool code");
+  sb->require_subcommand(1);
+  auto ea = std::make_shared<ExplainArgs>();
+  auto* ex = sb->add_subcommand("explain",
+                                "list the hardening layers of sandbox children: active on this machine or not, "
+                                "and what each denies");
+  ex->add_option("--node", ea->node, "the Node executable to describe (default: `node` on PATH)");
+  ex->callback([&g, ea] { g.exit_code = guarded(g, [&] { return explain(g, *ea); }); });
+}
+
+}  // namespace tycli
