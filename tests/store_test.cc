@@ -224,3 +224,20 @@ TEST(StoreSchema, NewerSchemaIsRefusedClearly) {
 
 }  // namespace
 }  // namespace taskyon::store
+
+namespace taskyon::store {
+namespace {
+
+TEST_F(StoreTest, ANameThatIsAlsoAnotherRevisionsPrefixIsAmbiguous) {  // R4
+  auto a = st->install(tool("echo", "x => x"));
+  const std::string prefix = a->id.substr(7, 12);
+  auto b = st->install(tool(prefix, "x => [x]"));
+  ASSERT_TRUE(a && b);
+  auto r = st->resolve(prefix);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, Errc::ambiguous);
+  EXPECT_EQ(st->resolve("sha256:" + prefix)->id, a->id);  // the explicit form is never a name
+}
+
+}  // namespace
+}  // namespace taskyon::store

@@ -207,7 +207,8 @@ Result<RevisionRecord> Store::resolve(std::string_view ref) {
     if (!b) return std::unexpected(b.error());
     bound = *b;
   }
-  const bool prefix_like = hex_part(ref).has_value() && hex_part(ref)->size() >= 12;
+  const auto hex = hex_part(ref);
+  const bool prefix_like = hex && hex->size() >= 12;
   if (bound && prefix_like) {
     auto other = expand_prefix("revisions", ref);
     if (other && *other != bound->revision)
@@ -218,7 +219,7 @@ Result<RevisionRecord> Store::resolve(std::string_view ref) {
                   std::string(ref));
   }
   if (bound) return revision(bound->revision);
-  if (hex_part(ref)) {
+  if (hex) {
     auto id = expand_prefix("revisions", ref);
     if (!id) return std::unexpected(id.error());
     return revision(*id);
