@@ -142,7 +142,7 @@ void allow(Decision& d) {
 }
 
 template <typename Resolve>
-Decision decide(std::string_view input, std::string_view method, Resolve&& resolve) {
+Decision decide(std::string_view input, std::string_view method, Resolve&& resolve, std::span<const Cidr> admit) {
   Decision d;
   {
     auto m = classify_method(method);
@@ -220,21 +220,28 @@ Decision decide(std::string_view input, std::string_view method, Resolve&& resol
       deny(d, ReasonClass::unresolved);
       return d;
     }
+    const Cidr* admitted = nullptr;  // the test-only rule that admitted a refused answer
     for (const IpAddress& a : addresses) {
       const AddressRange& range = classify(a);
-      if (range.cls != AddressClass::global) {
-        (r += "host \""sv) += d.host;
-        r += "\" resolves to "sv;
-        append_address(r, a);
-        r += ", in "sv;
-        append_range(r, a, range);
-        deny(d, reason_class_of(range.cls));
-        return d;
+      if (range.cls == AddressClass::global) continue;
+      if (const Cidr* block = admitted_by(a, admit)) {
+        admitted = block;
+        continue;
       }
+      (r += "host \""sv) += d.host;
+      r += "\" resolves to "sv;
+      append_address(r, a);
+      r += ", in "sv;
+      append_range(r, a, range);
+      deny(d, reason_class_of(range.cls));
+      return d;
     }
     (r += "host \""sv) += d.host;
     r += "\" resolves to "sv;
-    if (addresses.size() == 1) {
+    if (admitted) {
+      fmt::format_to(out, "{} address(es), each globally reachable or admitted by the test-only allow rule {}",
+                     addresses.size(), admitted->to_string());
+    } else if (addresses.size() == 1) {
       append_address(r, addresses.front());
       r += ", a globally reachable address"sv;
     } else {
@@ -251,6 +258,11 @@ Decision decide(std::string_view input, std::string_view method, Resolve&& resol
   const std::string_view text = a.is_v4() ? std::string_view(d.host) : std::string_view(d.host).substr(1, d.host.size() - 2);
   const AddressRange& range = classify(a);
   if (range.cls != AddressClass::global) {
+    if (const Cidr* block = admitted_by(a, admit)) {
+      fmt::format_to(out, "{} is in {}, admitted by the test-only allow rule {}", text, range.prefix, block->to_string());
+      allow(d);
+      return d;
+    }
     const bool trick = disguised && url.host.kind == HostKind::ipv4;
     if (trick) fmt::format_to(out, "host {} is ", quoted(url.host_input));
     r += text;
@@ -370,16 +382,27 @@ const BadPort* bad_port(std::uint16_t port) {
   return it != std::end(kBadPorts) && it->port == port ? &*it : nullptr;
 }
 
-Decision decide_url(std::string_view url, std::string_view method, std::span<const IpAddress> resolved) {
-  return decide(url, method, [resolved](std::string_view) { return resolved; });
+Decision decide_url(std::string_view url, std::string_view method, std::span<const IpAddress> resolved,
+                    std::span<const Cidr> allow) {
+  return decide(url, method, [resolved](std::string_view) { return resolved; }, allow);
 }
 
-Decision decide_url(std::string_view url, std::string_view method, const Resolver& resolve) {
+Decision decide_url(std::string_view url, std::string_view method, const Resolver& resolve,
+                    std::span<const Cidr> allow) {
   std::vector<IpAddress> answers;
-  return decide(url, method, [&](std::string_view host) -> std::span<const IpAddress> {
-    if (resolve) answers = resolve(host);
-    return answers;
-  });
+  return decide(
+      url, method,
+      [&](std::string_view host) -> std::span<const IpAddress> {
+        if (resolve) answers = resolve(host);
+        return answers;
+      },
+      allow);
+}
+
+const Cidr* admitted_by(const IpAddress& address, std::span<const Cidr> allow) {
+  for (const Cidr& block : allow)
+    if (block.contains(address)) return &block;
+  return nullptr;
 }
 
 }  // namespace taskyon::capability

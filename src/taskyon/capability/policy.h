@@ -22,6 +22,9 @@
 //                 full-width or circled letters. IPv6 literals are judged by
 //                 their address class whatever their spelling.
 //   unresolved    a domain host resolved to no address (fail closed)
+// Test-only admission: an address inside one of the `allow` blocks passes the
+// address rules (not the name rules: `localhost` stays refused). Empty in
+// production; tests and diagnostics name their loopback server with it.
 // A domain is allowed only if it resolved to at least one address and every
 // address is globally reachable: one refused answer refuses the name.
 //
@@ -41,6 +44,7 @@
 #include <vector>
 
 #include "taskyon/capability/address.h"
+#include "taskyon/capability/cidr.h"
 #include "taskyon/capability/url.h"
 
 namespace taskyon::capability {
@@ -138,10 +142,16 @@ using Resolver = std::function<std::vector<IpAddress>(std::string_view ascii_hos
 // Decides `url` (the exact string tool code passed to fetch) and `method`.
 // `resolved` is every address the URL's domain resolves to; it is ignored for
 // a literal-address host. Costs one URL parse; nothing else allocates much.
-Decision decide_url(std::string_view url, std::string_view method, std::span<const IpAddress> resolved);
+// `allow`: the test-only admission above (empty: none).
+Decision decide_url(std::string_view url, std::string_view method, std::span<const IpAddress> resolved,
+                    std::span<const Cidr> allow = {});
 
 // The same, asking `resolve` for the host's addresses only when the host is a
 // domain that passed every check that comes before resolution.
-Decision decide_url(std::string_view url, std::string_view method, const Resolver& resolve);
+Decision decide_url(std::string_view url, std::string_view method, const Resolver& resolve,
+                    std::span<const Cidr> allow = {});
+
+// The test-only allow block that admits `address`, or nullptr.
+const Cidr* admitted_by(const IpAddress& address, std::span<const Cidr> allow);
 
 }  // namespace taskyon::capability
