@@ -451,8 +451,6 @@ TEST_F(EscapeNode, NET_01_ConnectToTheHostAndTheInternet) {
       const s = net.connect(port, host, () => res('connected')); s.on('error', rej);
     });
     return {
-      fetchHost: await ta(() => fetch('http://127.0.0.1:' + a.tcp_port + '/')),
-      fetchPublic: await ta(() => fetch('http://1.1.1.1/')),
       httpGet: await ta(() => new Promise((res, rej) => {
         const r = http.get({ host: '127.0.0.1', port: a.tcp_port }, res); r.on('error', rej);
       })),
@@ -469,6 +467,16 @@ TEST_F(EscapeNode, NET_01_ConnectToTheHostAndTheInternet) {
     };
   )"));
   ExpectDenied(out, kNetDenied);
+  // fetch is the mediated capability (DESIGN §6), not the runtime's: with no
+  // capability context here every request is refused by the host.
+  auto fetched = run("net01-fetch", tool(R"(
+    return {
+      fetchHost: await ta(() => fetch('http://127.0.0.1:' + a.tcp_port + '/')),
+      fetchPublic: await ta(() => fetch('http://1.1.1.1/')),
+      fetchHttps: await ta(() => fetch('https://127.0.0.1:' + a.tcp_port + '/')),
+    };
+  )"));
+  ExpectDenied(fetched, {"denied"});
 }
 
 TEST_F(EscapeNode, NET_03_ExfiltrateThroughDns) {

@@ -41,6 +41,28 @@
   const runInThisContext = vm.runInThisContext;
   const NumberCtor = Number;
   const StringCtor = String;
+  const PromiseCtor = Promise;
+  const MapCtor = Map;
+  const mapGet = uncurry(Map.prototype.get);
+  const mapSet = uncurry(Map.prototype.set);
+  const mapDelete = uncurry(Map.prototype.delete);
+  const mapClear = uncurry(Map.prototype.clear);
+  const ResponseCtor = Response;
+  const HeadersCtor = Headers;
+  const headersForEach = uncurry(Headers.prototype.forEach);
+  const headersHas = uncurry(Headers.prototype.has);
+  const headersSet = uncurry(Headers.prototype.set);
+  const ArrayBufferCtor = ArrayBuffer;
+  const isArrayBufferView = ArrayBuffer.isView;
+  const isArray = Array.isArray;
+  const arrayPush = uncurry(Array.prototype.push);
+  const ErrorCtor = Error;
+  const TypeErrorCtor = TypeError;
+  const BlobCtor = Blob;
+  const blobArrayBuffer = uncurry(Blob.prototype.arrayBuffer);
+  const URLSearchParamsCtor = URLSearchParams;
+  const URLCtor = URL;
+  const RequestCtor = Request;
 
   // --- Limits, passed by the host on the command line ----------------------
   const maxFrameBytes = NumberCtor(process.argv[1]);  // one frame, newline included, bytes
@@ -210,6 +232,102 @@
     }
   }
 
+  // --- Capabilities: the only doors out (DESIGN section 6) ---------------
+  // Each request is one "cap" frame; the host answers with "cap_result" or
+  // "cap_error" before it reads our next frame. Outside a call (a timer that
+  // fires after the tool returned) a request fails here, without a frame.
+  const waiting = new MapCtor();  // req -> {resolve, reject}
+  let nextReq = 1;
+
+  function capabilityError(code, message) {
+    const e = new ErrorCtor(message);
+    defineProperty(e, 'name', { value: 'CapabilityError', configurable: true, writable: true });
+    defineProperty(e, 'code', { value: code, configurable: true, writable: true, enumerable: true });
+    return e;
+  }
+
+  function request(op, args) {
+    if (currentId === null) {
+      return PromiseCtor.reject(capabilityError('invalid_request', op + ' can be used only while the tool is being called'));
+    }
+    let text;
+    try {
+      text = stringify(args, strictReplacer);
+    } catch (e) {
+      return PromiseCtor.reject(capabilityError('invalid_request', 'the ' + op + ' request is not JSON-serializable: ' + describe(e).message));
+    }
+    const req = nextReq++;
+    const frame = '{"type":"cap","id":' + currentId + ',"req":' + req + ',"op":' + stringify(op) + ',"args":' + text + '}';
+    if (frameBytes(frame) > maxFrameBytes) {
+      return PromiseCtor.reject(capabilityError('too_large', 'the ' + op + ' request exceeds ' + maxFrameBytes + ' bytes'));
+    }
+    return new PromiseCtor((resolve, reject) => {
+      mapSet(waiting, req, { resolve, reject });
+      writeFrame(frame);
+    });
+  }
+
+  function onReply(frame) {
+    const waiter = mapGet(waiting, frame.req);
+    if (waiter === undefined) fatal(65, 'a capability reply for no pending request');
+    mapDelete(waiting, frame.req);
+    if (frame.type === 'cap_result') waiter.resolve(frame.value);
+    else waiter.reject(capabilityError(StringCtor(frame.code), StringCtor(frame.message)));
+  }
+
+  const toBase64 = (bytes) => bufferToString(ReflectApply(bufferFrom, Buffer, [bytes]), 'base64');
+
+  // The request body as bytes (or null), with the content type it implies.
+  async function bodyBytes(body) {
+    if (body === undefined || body === null) return { bytes: null, type: null };
+    if (typeof body === 'string') return { bytes: ReflectApply(bufferFrom, Buffer, [body, 'utf8']), type: 'text/plain;charset=UTF-8' };
+    if (body instanceof URLSearchParamsCtor) {
+      return { bytes: ReflectApply(bufferFrom, Buffer, [StringCtor(body), 'utf8']), type: 'application/x-www-form-urlencoded;charset=UTF-8' };
+    }
+    if (body instanceof ArrayBufferCtor) return { bytes: new Uint8Array(body), type: null };
+    if (isArrayBufferView(body)) return { bytes: new Uint8Array(body.buffer, body.byteOffset, body.byteLength), type: null };
+    if (body instanceof BlobCtor) return { bytes: new Uint8Array(await blobArrayBuffer(body)), type: body.type || null };
+    throw new TypeErrorCtor('fetch: this body type is not supported here (use a string, bytes, Blob or URLSearchParams)');
+  }
+
+  // The global fetch and context.fetch: one function object (M2). The host
+  // decides everything (policy, grant, limits); this only carries the request.
+  async function fetch(input, init) {
+    init = init === undefined || init === null ? {} : init;
+    const isRequest = input instanceof RequestCtor;
+    const url = isRequest ? input.url : input instanceof URLCtor ? input.href : StringCtor(input);
+    const method = init.method !== undefined ? StringCtor(init.method) : isRequest ? input.method : 'GET';
+    const headers = new HeadersCtor(init.headers !== undefined ? init.headers : isRequest ? input.headers : undefined);
+    let body = init.body;
+    if (body === undefined && isRequest && input.body !== null) body = new Uint8Array(await input.arrayBuffer());
+    const signal = init.signal !== undefined ? init.signal : isRequest ? input.signal : undefined;
+    if (signal && signal.aborted) throw signal.reason;
+    const { bytes, type } = await bodyBytes(body);
+    if (type !== null && !headersHas(headers, 'content-type')) headersSet(headers, 'content-type', type);
+    const list = [];
+    headersForEach(headers, (value, name) => { arrayPush(list, [name, value]); });
+    const reply = await request('fetch', { url, method, headers: list, body: bytes === null ? null : toBase64(bytes) });
+    const nullBody = reply.status === 204 || reply.status === 205 || reply.status === 304 || method === 'HEAD';
+    const response = new ResponseCtor(nullBody ? null : ReflectApply(bufferFrom, Buffer, [reply.body, 'base64']), {
+      status: reply.status, statusText: reply.statusText, headers: reply.headers,
+    });
+    defineProperty(response, 'url', { value: reply.url, configurable: true });
+    return response;
+  }
+
+  const context = freeze({
+    fetch,
+    createSubtasksResult: (drafts) => request('createSubtasksResult', { drafts }),
+    resolveInvocation: (name) => request('resolveInvocation', { name: StringCtor(name) }),
+    storage: freeze({
+      get: (key) => request('storage.get', { key: StringCtor(key) }),
+      set: (key, value) => request('storage.set', { key: StringCtor(key), value: value === undefined ? null : value }),
+      delete: (key) => request('storage.delete', { key: StringCtor(key) }),
+      list: (prefix) => request('storage.list', { prefix: prefix === undefined ? '' : StringCtor(prefix) }),
+    }),
+  });
+  defineProperty(globalThis, 'fetch', { value: fetch, configurable: true, enumerable: true, writable: true });
+
   // --- Host frames in ------------------------------------------------------
   function load(code) {
     let fn;
@@ -233,9 +351,11 @@
   async function call(id, args) {
     currentId = id;
     logBytes = 0;
+    nextReq = 1;
+    mapClear(waiting);  // requests a previous call left unanswered never will be
     let frame;
     try {
-      const value = await ReflectApply(tool, undefined, [args, freeze({})]);
+      const value = await ReflectApply(tool, undefined, [args, context]);
       frame = resultFrame(id, value);  // toJSON and getters still log into this call
     } catch (e) {
       frame = errorFrame(id, describe(e));
@@ -249,6 +369,10 @@
     try { frame = parse(line); } catch { fatal(65, 'malformed host frame'); }
     if (frame === null || typeof frame !== 'object') fatal(65, 'malformed host frame');
     if (frame.type === 'load' && typeof frame.code === 'string' && tool === null) return load(frame.code);
+    if ((frame.type === 'cap_result' || frame.type === 'cap_error') && currentId !== null &&
+        typeof frame.req === 'number') {
+      return onReply(frame);
+    }
     if (frame.type === 'call' && tool !== null && currentId === null &&
         typeof frame.id === 'number' && frame.id > 0 && frame.id % 1 === 0 && 'args' in frame) {
       call(frame.id, frame.args);

@@ -72,11 +72,13 @@ std::string_view step_name(int exit_code) {
 }
 
 Result<std::shared_ptr<const Policy>> Policy::prepare(const std::string& executable,
-                                                      const std::vector<std::string>& read_files, Layers wanted) {
+                                                      const std::vector<std::string>& read_files, Layers wanted,
+                                                      seccomp::Exceptions exceptions) {
   auto files = runtime_files(executable);
   if (!files) return std::unexpected(std::move(files.error()));
   std::shared_ptr<Policy> policy(new Policy());
   policy->files_ = std::move(*files);
+  policy->exceptions_ = exceptions;
   const RuntimeFiles& f = policy->files_;
 
   // Exec opens the executable and its interpreter for reading and execution.
@@ -136,7 +138,7 @@ Result<std::unique_ptr<const Containment>> Containment::prepare(std::shared_ptr<
                                     .argv = c->argv_.data(),
                                     .envp = c->envp_.data(),
                                     .flags = AT_EMPTY_PATH};
-    auto filter = seccomp::Filter::build(exec);
+    auto filter = seccomp::Filter::build(exec, c->policy_->seccomp_exceptions());
     if (!filter) return std::unexpected(std::move(filter.error()));
     c->filter_.emplace(std::move(*filter));
   }

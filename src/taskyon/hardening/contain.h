@@ -103,9 +103,11 @@ class Policy {
   // when the executable is not a readable ELF file; Errc::internal when a
   // layer cannot be prepared. Prints a warning on stderr, once per process,
   // for each kernel layer this machine lacks.
+  // `exceptions`: what this runtime needs the seccomp filter to allow
+  // (seccomp.h; Deno only, none for Node).
   static Result<std::shared_ptr<const Policy>> prepare(const std::string& executable,
                                                        const std::vector<std::string>& read_files,
-                                                       Layers wanted = {});
+                                                       Layers wanted = {}, seccomp::Exceptions exceptions = {});
 
   const std::string& executable() const { return files_.executable; }
   const RuntimeFiles& files() const { return files_; }
@@ -114,12 +116,14 @@ class Policy {
   const landlock::Ruleset* ruleset() const { return ruleset_ ? &*ruleset_ : nullptr; }
   const namespaces::Plan& namespace_plan() const { return namespaces_; }
   int exec_fd() const { return exec_fd_.get(); }
+  seccomp::Exceptions seccomp_exceptions() const { return exceptions_; }
 
  private:
   Policy() = default;
   RuntimeFiles files_;
   landlock::Grants grants_;
   Layers active_{};
+  seccomp::Exceptions exceptions_{};
   std::optional<landlock::Ruleset> ruleset_;
   namespaces::Plan namespaces_;
   Fd exec_fd_;

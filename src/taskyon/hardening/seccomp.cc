@@ -4,6 +4,7 @@
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -36,7 +37,7 @@ Result<void> check(int rc, const char* what) {
 }
 
 // Every rule of the policy in seccomp.h.
-Result<void> add_rules(scmp_filter_ctx ctx, const AllowedExec& exec) {
+Result<void> add_rules(scmp_filter_ctx ctx, const AllowedExec& exec, Exceptions exceptions) {
   const std::uint32_t eperm = SCMP_ACT_ERRNO(EPERM);
   auto deny = [&](std::initializer_list<int> syscalls, std::uint32_t action) -> Result<void> {
     for (int nr : syscalls) {
@@ -45,7 +46,28 @@ Result<void> add_rules(scmp_filter_ctx ctx, const AllowedExec& exec) {
     }
     return {};
   };
-  if (auto ok = deny({SCMP_SYS(socket), SCMP_SYS(socketpair)}, SCMP_ACT_ERRNO(EACCES)); !ok) return ok;
+  if (!exceptions.unix_stream_socketpair) {
+    if (auto ok = deny({SCMP_SYS(socket), SCMP_SYS(socketpair)}, SCMP_ACT_ERRNO(EACCES)); !ok) return ok;
+  } else {
+    if (auto ok = deny({SCMP_SYS(socket)}, SCMP_ACT_ERRNO(EACCES)); !ok) return ok;
+    // socketpair: denied unless AF_UNIX and SOCK_STREAM (the type's low bits; the
+    // flags SOCK_NONBLOCK/SOCK_CLOEXEC may be set). Rules of one action are OR'ed.
+    const scmp_arg_cmp other_family = SCMP_A0_32(SCMP_CMP_NE, AF_UNIX);
+    if (auto ok = check(seccomp_rule_add_array(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(socketpair), 1, &other_family),
+                        "seccomp_rule_add(socketpair)");
+        !ok) {
+      return ok;
+    }
+    // A masked comparison cannot say "not equal": each other type is denied by name.
+    for (int type : {SOCK_DGRAM, SOCK_RAW, SOCK_RDM, SOCK_SEQPACKET, SOCK_DCCP, SOCK_PACKET}) {
+      const scmp_arg_cmp is_type = SCMP_A1_32(SCMP_CMP_MASKED_EQ, 0xf, type);
+      if (auto ok = check(seccomp_rule_add_array(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(socketpair), 1, &is_type),
+                          "seccomp_rule_add(socketpair)");
+          !ok) {
+        return ok;
+      }
+    }
+  }
   if (auto ok = deny({SCMP_SYS(fork), SCMP_SYS(vfork), SCMP_SYS(execve)}, eperm); !ok) return ok;
   if (auto ok = deny({SCMP_SYS(clone3)}, SCMP_ACT_ERRNO(ENOSYS)); !ok) return ok;
   // clone: a new process (no CLONE_THREAD), or any new namespace.
@@ -104,7 +126,7 @@ Filter::Filter(std::vector<sock_filter> insns) : insns_(std::move(insns)) {
 
 Filter::Filter(Filter&& other) noexcept : Filter(std::move(other.insns_)) {}
 
-Result<Filter> Filter::build(const AllowedExec& exec) {
+Result<Filter> Filter::build(const AllowedExec& exec, Exceptions exceptions) {
   Context c{seccomp_init(SCMP_ACT_ALLOW)};
   if (c.ctx == nullptr) return fail(Errc::internal, "seccomp: seccomp_init failed");
   if (auto ok = check(seccomp_attr_set(c.ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS), "seccomp_attr_set");
@@ -115,7 +137,7 @@ Result<Filter> Filter::build(const AllowedExec& exec) {
   if (auto ok = check(seccomp_attr_set(c.ctx, SCMP_FLTATR_CTL_NNP, 0), "seccomp_attr_set"); !ok) {
     return std::unexpected(std::move(ok.error()));
   }
-  if (auto ok = add_rules(c.ctx, exec); !ok) return std::unexpected(std::move(ok.error()));
+  if (auto ok = add_rules(c.ctx, exec, exceptions); !ok) return std::unexpected(std::move(ok.error()));
   // libseccomp 2.5 exports to a descriptor only: through a memory file.
   Fd mem(::memfd_create("taskyon-seccomp", MFD_CLOEXEC));
   if (!mem) return fail(Errc::internal, fmt::format("seccomp: memfd_create failed: {}", std::strerror(errno)));

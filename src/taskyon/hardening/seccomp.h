@@ -49,11 +49,21 @@ struct AllowedExec {
   int flags = 0;
 };
 
+// Exceptions one runtime needs to start, each off by default (Node needs none).
+struct Exceptions {
+  // socketpair(AF_UNIX, SOCK_STREAM[|SOCK_NONBLOCK|SOCK_CLOEXEC], 0) is allowed:
+  // a pair connected to itself that reaches nothing outside the process
+  // (connect and sendto with an address fail with EISCONN; a datagram pair,
+  // which could sendto any pathname socket, stays denied). Deno needs it:
+  // tokio's signal driver makes one at start and panics without it.
+  bool unix_stream_socketpair = false;
+};
+
 // A BPF program, ready to load.
 class Filter {
  public:
   // Errc::internal when libseccomp fails.
-  static Result<Filter> build(const AllowedExec& exec);
+  static Result<Filter> build(const AllowedExec& exec, Exceptions exceptions = {});
 
   Filter(Filter&& other) noexcept;
   Filter& operator=(Filter&&) = delete;

@@ -9,4 +9,7 @@ namespace taskyon::guest {
 // The Node harness, src/guest/node/bootstrap.js, byte for byte (UTF-8 text).
 std::string_view node_bootstrap();
 
+// The Deno harness, src/guest/deno/harness.js, byte for byte (UTF-8 text).
+std::string_view deno_harness();
+
 }  // namespace taskyon::guest

@@ -12,6 +12,7 @@
 #include "taskyon/sandbox/process.h"
 #include "taskyon/sandbox/protocol.h"
 #include "taskyon/sandbox/sandbox.h"
+#include "taskyon/sandbox/runtime.h"
 
 namespace taskyon::sandbox {
 
@@ -22,6 +23,7 @@ std::string_view status_name(Status status) {
     case Status::timeout: return "timeout";
     case Status::crashed: return "crashed";
     case Status::protocol_error: return "protocol_error";
+    case Status::cancelled: return "cancelled";
   }
   return "protocol_error";
 }
@@ -41,6 +43,7 @@ std::string failure_reason(Status status) {
     case Status::timeout: return "timeout";
     case Status::crashed: return "crashed";
     case Status::protocol_error: return "protocol_error";
+    case Status::cancelled: return "cancelled";
     default: return {};
   }
 }
@@ -59,6 +62,7 @@ struct Pool::Impl {
   std::vector<Destruction> destructions;                            // guarded by mu
   std::atomic<std::uint64_t> next_call_id{1};
   std::uint64_t use_clock = 0;  // guarded by mu
+  std::function<void(const Destruction&)> observer;  // guarded by mu
 
   // Makes room for one more retained sandbox: while max_live are alive,
   // destroys the least recently used one that no call holds. Busy sandboxes
@@ -78,7 +82,7 @@ struct Pool::Impl {
             victim = slot.get();
           }
         if (!victim) break;
-        record(victim->sandbox->revision(), "evicted");
+        record(*victim->sandbox, "evicted");
         doomed.push_back(std::move(victim->sandbox));
         victim->call_mu.unlock();
         --alive;
@@ -90,15 +94,17 @@ struct Pool::Impl {
   Result<std::string> node_path() {
     std::lock_guard lock(mu);
     if (node.empty()) {
-      auto found = find_node(config.node_path);
-      if (!found) return found;
-      node = std::move(*found);
+      auto found = locate_runtime(config);  // runtime.h: Node, or Deno when selected
+      if (!found) return std::unexpected(std::move(found.error()));
+      node = std::move(found->path);
     }
     return node;
   }
 
-  void record(const std::string& revision, std::string reason) {  // under mu
-    destructions.push_back(Destruction{revision, std::move(reason), std::chrono::system_clock::now()});
+  void record(const Sandbox& sandbox, std::string reason) {  // under mu
+    destructions.push_back(Destruction{sandbox.revision(), std::move(reason), std::chrono::system_clock::now(),
+                                       sandbox.name(), static_cast<int>(sandbox.pid())});
+    if (observer) observer(destructions.back());
   }
 
   // Takes `sandbox` out of `slot` and records why, unless terminate() already
@@ -108,7 +114,7 @@ struct Pool::Impl {
       std::lock_guard lock(mu);
       if (slot.sandbox == sandbox) {
         slot.sandbox.reset();
-        record(sandbox->revision(), reason);
+        record(*sandbox, reason);
       } else if (auto killed = sandbox->killed_reason()) {
         reason = *killed;
       }
@@ -120,12 +126,12 @@ struct Pool::Impl {
   // Loads the code into a fresh sandbox (when `fresh`) and runs the call.
   // Sets outcome.destroyed to the reason the sandbox must go, if it must; the
   // caller destroys it.
-  Result<CallOutcome> run(Sandbox& sandbox, bool fresh, const std::string& load_frame, std::uint64_t id,
-                          const std::string& call_frame, Deadline deadline) {
+  Result<CallOutcome> run(Sandbox& sandbox, bool fresh, const CallRequest& request, const std::string& load_frame,
+                          std::uint64_t id, const std::string& call_frame, Deadline deadline) {
     CallOutcome outcome;
     outcome.fresh_sandbox = fresh;
     if (fresh) {
-      Sandbox::Loaded loaded = sandbox.load(load_frame, deadline);
+      Sandbox::Loaded loaded = sandbox.load(load_frame, deadline, request.cancel);
       if (loaded.machinery) return std::unexpected(std::move(*loaded.machinery));
       if (loaded.status != Status::ok) {
         outcome.status = loaded.status;
@@ -135,7 +141,7 @@ struct Pool::Impl {
         return outcome;
       }
     }
-    CallOutcome called = sandbox.call(id, call_frame, deadline);
+    CallOutcome called = sandbox.call(id, call_frame, deadline, request.capabilities, request.cancel);
     called.fresh_sandbox = fresh;
     if (std::string reason = failure_reason(called.status); !reason.empty()) called.destroyed = std::move(reason);
     return called;
@@ -170,10 +176,11 @@ struct Pool::Impl {
       auto started = Sandbox::start(launcher, node_exe, config, request.tool.revision, Mode::retained);
       if (!started) return std::unexpected(std::move(started.error()));
       sandbox = std::move(*started);
+      sandbox->set_name(request.tool.name);
       std::lock_guard lock(mu);
       slot->sandbox = sandbox;  // visible to terminate() and live() while it loads
     }
-    auto outcome = run(*sandbox, fresh, load_frame, id, call_frame, deadline);
+    auto outcome = run(*sandbox, fresh, request, load_frame, id, call_frame, deadline);
     if (!outcome) {
       retire(*slot, sandbox, "crashed");
       return outcome;
@@ -188,17 +195,18 @@ struct Pool::Impl {
     auto started = Sandbox::start(launcher, node_exe, config, request.tool.revision, Mode::disposable);
     if (!started) return std::unexpected(std::move(started.error()));
     std::shared_ptr<Sandbox> sandbox = std::move(*started);
+    sandbox->set_name(request.tool.name);
     {
       std::lock_guard lock(mu);
       disposables.insert(sandbox);
     }
-    auto outcome = run(*sandbox, /*fresh=*/true, load_frame, id, call_frame, deadline);
+    auto outcome = run(*sandbox, /*fresh=*/true, request, load_frame, id, call_frame, deadline);
     std::string reason = outcome && outcome->destroyed ? *outcome->destroyed
                          : outcome                     ? std::string("disposable")
                                                        : std::string("crashed");
     {
       std::lock_guard lock(mu);
-      if (disposables.erase(sandbox) > 0) record(sandbox->revision(), reason);
+      if (disposables.erase(sandbox) > 0) record(*sandbox, reason);
     }
     sandbox->kill(reason);
     if (outcome) outcome->destroyed = std::move(reason);
@@ -214,11 +222,11 @@ Pool::~Pool() {
     std::lock_guard lock(impl_->mu);
     for (auto& [revision, slot] : impl_->slots) {
       if (!slot->sandbox) continue;
-      impl_->record(revision, "shutdown");
+      impl_->record(*slot->sandbox, "shutdown");
       doomed.push_back(std::move(slot->sandbox));
     }
     for (const auto& sandbox : impl_->disposables) {
-      impl_->record(sandbox->revision(), "shutdown");
+      impl_->record(*sandbox, "shutdown");
       doomed.push_back(sandbox);
     }
     impl_->disposables.clear();
@@ -260,10 +268,28 @@ void Pool::terminate(std::string_view revision, std::string_view reason) {
     auto it = impl_->slots.find(revision);
     if (it == impl_->slots.end() || !it->second->sandbox) return;
     doomed = std::move(it->second->sandbox);
-    impl_->record(doomed->revision(), std::string(reason));
+    impl_->record(*doomed, std::string(reason));
   }
   doomed->kill(reason);
   // Reaped here unless a call still holds it; that call ends when the child dies.
+}
+
+void Pool::retire_superseded(std::string_view name, std::string_view active) {
+  std::vector<std::shared_ptr<Sandbox>> doomed;
+  {
+    std::lock_guard lock(impl_->mu);
+    for (auto& [revision, slot] : impl_->slots) {
+      if (!slot->sandbox || slot->sandbox->name() != name || revision == active) continue;
+      impl_->record(*slot->sandbox, "superseded");
+      doomed.push_back(std::move(slot->sandbox));
+    }
+  }
+  for (const auto& sandbox : doomed) sandbox->kill("superseded");
+}
+
+void Pool::on_destruction(std::function<void(const Destruction&)> observer) {
+  std::lock_guard lock(impl_->mu);
+  impl_->observer = std::move(observer);
 }
 
 std::vector<std::string> Pool::live() const {
@@ -279,7 +305,8 @@ std::vector<SandboxInfo> Pool::sandboxes() const {
   std::lock_guard lock(impl_->mu);
   std::vector<SandboxInfo> infos;
   auto add = [&](const Sandbox& sandbox) {
-    infos.push_back(SandboxInfo{sandbox.revision(), sandbox.mode(), static_cast<int>(sandbox.pid()), sandbox.workdir()});
+    infos.push_back(SandboxInfo{sandbox.revision(), sandbox.name(), sandbox.mode(), static_cast<int>(sandbox.pid()),
+                                sandbox.workdir()});
   };
   for (const auto& [revision, slot] : impl_->slots) {
     if (slot->sandbox) add(*slot->sandbox);

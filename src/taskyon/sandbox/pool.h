@@ -12,15 +12,23 @@
 //   child -> host   {"type":"ready"} | {"type":"load_error","message":STRING}
 //   host  -> child  {"type":"call","id":N,"args":VALUE}
 //   child -> host   {"type":"log","id":N,"level":L,"text":STRING}   (0..n)
+//   child -> host   {"type":"cap","id":N,"req":R,"op":OP,"args":OBJECT}      (0..n, see below)
+//   host  -> child  {"type":"cap_result","req":R,"value":VALUE}
+//                 | {"type":"cap_error","req":R,"code":CODE,"message":STRING}
 //   child -> host   {"type":"result","id":N,"value":VALUE}
 //                 | {"type":"error","id":N,"name":STRING,"message":STRING}
-// Any other frame, field, id, or malformed/oversized line is a protocol error:
-// the sandbox is destroyed. The revision that owns a sandbox is bound to its
-// pipes by the host; nothing a frame says about identity is read.
+// Capability requests (DESIGN §6) are the only doors out: OP is one of
+// capability_op_name(); R counts 1, 2, 3… within a call. The host answers each
+// before it reads the next frame. Any other frame, op, field, id, or a
+// malformed/oversized line is a runtime-boundary failure (M1): the sandbox is
+// destroyed. The revision that owns a sandbox is bound to its pipes by the
+// host; nothing a frame says about identity is read (M3).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -32,6 +40,10 @@
 
 namespace taskyon::sandbox {
 
+// The JavaScript runtime of the sandbox children (src/taskyon/sandbox/runtime.h):
+// Node by default (N1), Deno only when selected (N2, N4).
+enum class JsRuntime { node, deno };
+
 struct RuntimeConfig {
   std::string node_path;                      // empty: the first `node` on PATH
   std::size_t max_frame_bytes = 8u << 20;     // one protocol line, bytes
@@ -39,12 +51,72 @@ struct RuntimeConfig {
   int heap_limit_mb = 256;                    // V8 --max-old-space-size, MiB
   std::size_t max_live = 16;                  // retained sandboxes alive at once; past it the least
                                               // recently used idle one is destroyed ("evicted")
+  JsRuntime runtime = JsRuntime::node;        // which runtime every sandbox of the pool runs
+  std::string deno_path;                      // empty: `deno` on PATH, else the project-local install
+                                              // (runtime.h find_deno)
 };
 
 // What a sandbox runs. The revision is the identity bound to the channel.
 struct ToolCode {
   std::string revision;  // "sha256:…" of the tool definition
   std::string code;      // a JS function expression, called as f(args, context)
+  std::string name = {};  // the tool's name, for retire_superseded(); may be empty
+};
+
+// The typed capability requests tool code can make (DESIGN §6, issue 5).
+enum class CapabilityOp {
+  fetch,                   // args {"url","method","headers":[[n,v]…],"body":BASE64|null}
+  create_subtasks_result,  // args {"drafts":[…]}
+  resolve_invocation,      // args {"name":STRING}
+  storage_get,             // args {"key":STRING}
+  storage_set,             // args {"key":STRING,"value":JSON}
+  storage_delete,          // args {"key":STRING}
+  storage_list,            // args {"prefix":STRING}
+};
+// Wire spelling: "fetch", "createSubtasksResult", "resolveInvocation",
+// "storage.get", "storage.set", "storage.delete", "storage.list".
+std::string_view capability_op_name(CapabilityOp op);
+std::optional<CapabilityOp> capability_op(std::string_view name);
+
+// The answer to one capability request: a value, or an error with a stable
+// code the tool sees as CapabilityError.code: "denied", "policy_blocked",
+// "timeout", "too_large", "cancelled", "network", "invalid_request" (M13).
+struct CapabilityReply {
+  json::Value value;                // when ok()
+  std::optional<std::string> code;  // set: an error
+  std::string message;              // the error, for people
+
+  bool ok() const { return !code.has_value(); }
+  static CapabilityReply success(json::Value value) { return {std::move(value), std::nullopt, {}}; }
+  static CapabilityReply failure(std::string code, std::string message) {
+    return {json::Value(), std::move(code), std::move(message)};
+  }
+};
+
+// An abort signal for one call, safe to fire from any thread, at any time
+// (S5). Copies share one state. Once cancelled it stays cancelled.
+class CancelToken {
+ public:
+  CancelToken();
+  void cancel() const;
+  bool cancelled() const;
+  const std::atomic<bool>& flag() const;  // for code that polls (a fetch in progress)
+  int fd() const;                         // readable once cancelled (eventfd); -1 if none could be made
+
+ private:
+  struct State;
+  std::shared_ptr<State> state_;
+};
+
+// The capability context of one call (S2: every call has its own). handle()
+// runs on the calling thread while the call waits; it must respect `deadline`
+// and `cancel`. `revision` is the revision bound to the sandbox's channel by
+// the host (M3), never anything the tool said.
+class Capabilities {
+ public:
+  virtual ~Capabilities() = default;
+  virtual CapabilityReply handle(std::string_view revision, CapabilityOp op, const json::Value& args,
+                                 const CancelToken& cancel, std::chrono::steady_clock::time_point deadline) = 0;
 };
 
 enum class Mode {
@@ -58,6 +130,8 @@ struct CallRequest {
   json::Value args = json::Value::object();
   std::chrono::milliseconds timeout{10000};  // wall clock, from the call's start
   Mode mode = Mode::retained;
+  Capabilities* capabilities = nullptr;  // borrowed for the call; null: every request is "denied"
+  CancelToken cancel;                    // fire it to abort the call: the sandbox is destroyed
 };
 
 struct LogEntry {
@@ -72,9 +146,10 @@ enum class Status {
   timeout,         // the call ran past its timeout; the sandbox was killed
   crashed,         // the child exited or closed its pipes mid-call
   protocol_error,  // the child sent a malformed, oversized or unexpected frame
+  cancelled,       // the caller aborted the call (CancelToken); the sandbox was killed
 };
 
-// Stable spelling: "ok", "tool_error", "timeout", "crashed", "protocol_error".
+// Stable spelling: "ok", "tool_error", "timeout", "crashed", "protocol_error", "cancelled".
 std::string_view status_name(Status status);
 
 struct CallOutcome {
@@ -91,6 +166,7 @@ struct CallOutcome {
 // A live sandbox, for inspection (tests, diagnostics).
 struct SandboxInfo {
   std::string revision;
+  std::string name;     // the tool's name as the caller gave it
   Mode mode = Mode::retained;
   int pid = 0;          // the child's process id (also its process group id)
   std::string workdir;  // its private working directory, removed when it is destroyed
@@ -99,8 +175,10 @@ struct SandboxInfo {
 struct Destruction {
   std::string revision;
   std::string reason;  // "timeout", "crashed", "protocol_error", "load_error", "terminated", "disposable",
-                       // "evicted", "shutdown"
+                       // "evicted", "shutdown", "cancelled", "superseded"
   std::chrono::system_clock::time_point when;
+  std::string name;    // the tool's name, when known
+  int pid = 0;         // the child's process id
 };
 
 class Pool {
@@ -124,6 +202,15 @@ class Pool {
   // child: it is SIGKILLed at once; a call running in it ends as Status::crashed
   // with `destroyed` set to `reason`.
   void terminate(std::string_view revision, std::string_view reason = "terminated");
+
+  // A new revision was activated under `name` (S3): destroys, at once, every
+  // retained sandbox of that name whose revision is not `active`, recorded as
+  // "superseded". A pinned call to an older revision later gets a fresh one.
+  void retire_superseded(std::string_view name, std::string_view active);
+
+  // Called for every destruction, as it is recorded, under the pool's lock:
+  // it must be quick and must not call back into the Pool.
+  void on_destruction(std::function<void(const Destruction&)> observer);
 
   // Revisions with a live retained sandbox.
   std::vector<std::string> live() const;

@@ -158,7 +158,46 @@ std::expected<Frame, Violation> parse_call_reply(std::string_view line, std::uin
     out.name = frame->at("name").get<std::string>();
     return out;
   }
+  if (type == "cap") {
+    if (!has_exactly(*frame, {"type", "id", "req", "op", "args"}) || !is_string_member(*frame, "op") ||
+        !frame->at("args").is_object() || !frame->at("req").is_number_unsigned()) {
+      return violation("a \"cap\" frame must be exactly {type, id, req: unsigned, op: string, args: object}");
+    }
+    if (!id_matches()) return violation("a \"cap\" frame names another call id");
+    const std::string& name = frame->at("op").get_ref<const std::string&>();
+    auto op = capability_op(name);
+    if (!op) return violation(fmt::format("unknown capability \"{}\": there is no generic RPC", name.substr(0, 40)));
+    Frame out = make_frame(Frame::Kind::cap);
+    out.op = *op;
+    out.req = frame->at("req").get<std::uint64_t>();
+    out.value = std::move(frame->at("args"));
+    return out;
+  }
   return violation(fmt::format("unexpected frame type \"{}\" during a call", type.substr(0, 40)));
+}
+
+std::string encode_cap_reply(std::uint64_t req, const CapabilityReply& reply, std::size_t max_frame_bytes) {
+  auto error_line = [&](std::string_view code, std::string message) {
+    for (;;) {
+      auto line = dump_line(json::Value{{"type", "cap_error"}, {"req", req}, {"code", std::string(code)},
+                                        {"message", message}});
+      if (!line) {
+        message = "the host's error message was not valid UTF-8";
+        continue;
+      }
+      if (line->size() <= max_frame_bytes || message.empty()) return std::move(*line);
+      message.resize(message.size() / 2);
+      while (!message.empty() && (static_cast<unsigned char>(message.back()) & 0xC0) == 0x80) message.pop_back();
+      if (!message.empty() && static_cast<unsigned char>(message.back()) >= 0xC0) message.pop_back();
+    }
+  };
+  if (!reply.ok()) return error_line(*reply.code, reply.message);
+  auto line = dump_line(json::Value{{"type", "cap_result"}, {"req", req}, {"value", reply.value}});
+  if (!line) return error_line("invalid_request", "the reply held a string that is not valid UTF-8");
+  if (line->size() > max_frame_bytes) {
+    return error_line("too_large", fmt::format("the reply does not fit in one {}-byte frame", max_frame_bytes));
+  }
+  return std::move(*line);
 }
 
 }  // namespace taskyon::sandbox::protocol

@@ -16,6 +16,7 @@
 #include "taskyon/base/error.h"
 #include "taskyon/base/line_reader.h"
 #include "taskyon/json/json.h"
+#include "taskyon/sandbox/pool.h"
 
 namespace taskyon::sandbox::protocol {
 
@@ -37,12 +38,14 @@ struct Violation {
 };
 
 struct Frame {
-  enum class Kind { ready, load_error, log, result, error };
+  enum class Kind { ready, load_error, log, result, error, cap };
   Kind kind = Kind::ready;
   std::string level;    // log: "log" | "info" | "warn" | "error" | "debug"
   std::string text;     // log: the text; load_error and error: the message
   std::string name;     // error: the thrown value's name, e.g. "TypeError"
-  json::Value value;    // result
+  json::Value value;    // result; cap: the request's args (an object)
+  std::uint64_t req = 0;           // cap: the request number
+  CapabilityOp op = CapabilityOp::fetch;  // cap
 };
 
 // A reply to `load`: exactly {"type":"ready"} or {"type":"load_error","message":STRING}.
@@ -52,8 +55,16 @@ std::expected<Frame, Violation> parse_load_reply(std::string_view line);
 //   {"type":"log","id":ID,"level":LEVEL,"text":STRING}
 //   {"type":"result","id":ID,"value":VALUE}
 //   {"type":"error","id":ID,"name":STRING,"message":STRING}
-// with ID the unsigned integer `id`. Anything else is a Violation.
+//   {"type":"cap","id":ID,"req":R,"op":OP,"args":OBJECT}   OP: capability_op_name()
+// with ID the unsigned integer `id` and R an unsigned integer. Anything else
+// (an unknown op included: there is no generic RPC, M1) is a Violation.
 std::expected<Frame, Violation> parse_call_reply(std::string_view line, std::uint64_t id);
+
+// {"type":"cap_result","req":R,"value":VALUE}\n or, for a failed reply,
+// {"type":"cap_error","req":R,"code":CODE,"message":STRING}\n. A value that
+// does not fit in max_frame_bytes (or holds invalid UTF-8) becomes a cap_error
+// "too_large" (or "invalid_request"); the message is cut to fit.
+std::string encode_cap_reply(std::uint64_t req, const CapabilityReply& reply, std::size_t max_frame_bytes);
 
 // The bounded line reader (base/line_reader.h) the host reads child frames with.
 using LineReader = taskyon::LineReader;

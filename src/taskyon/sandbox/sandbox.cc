@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 
 #include "taskyon/sandbox/guest.h"
+#include "taskyon/sandbox/runtime.h"
 
 namespace taskyon::sandbox {
 
@@ -177,10 +178,8 @@ Sandbox::Sandbox(std::unique_ptr<Child> child, std::string workdir, std::string 
       max_frame_bytes_(config.max_frame_bytes), max_log_bytes_(config.max_log_bytes),
       reader_(config.max_frame_bytes) {}
 
-Result<std::shared_ptr<Sandbox>> Sandbox::start(Launcher& launcher, const std::string& node,
+Result<std::shared_ptr<Sandbox>> Sandbox::start(Launcher& launcher, const std::string& runtime,
                                                 const RuntimeConfig& config, std::string revision, Mode mode) {
-  auto policy = node_policy(node);
-  if (!policy) return std::unexpected(std::move(policy.error()));
   std::error_code ec;
   fs::path tmp = fs::temp_directory_path(ec);
   if (ec || !tmp.is_absolute()) tmp = "/tmp";
@@ -189,11 +188,16 @@ Result<std::shared_ptr<Sandbox>> Sandbox::start(Launcher& launcher, const std::s
     return fail(Errc::internal, fmt::format("cannot create the sandbox directory: {}", std::strerror(errno)),
                 pattern);
   }
-  SpawnSpec spec{.policy = std::move(*policy),
-                 .argv = node_argv(node, config),
-                 .env = {},
+  auto launch = prepare_launch(runtime, config, pattern);  // runtime.h: node or deno
+  if (!launch) {
+    fs::remove_all(pattern, ec);
+    return std::unexpected(std::move(launch.error()));
+  }
+  SpawnSpec spec{.policy = std::move(launch->policy),
+                 .argv = std::move(launch->argv),
+                 .env = std::move(launch->env),
                  .workdir = pattern,
-                 .limits = node_limits(config)};
+                 .limits = launch->limits};
   auto child = launcher.spawn(spec);
   if (!child) {
     fs::remove_all(pattern, ec);
@@ -224,11 +228,13 @@ std::optional<std::string> Sandbox::killed_reason() const {
 
 // Writes `out` to the child's stdin while reading its stdout (frames, handed to
 // on_line) and stderr (into `logs`), until on_line reports the terminal frame,
-// the deadline passes, the child closes fd 1 or exits, or a frame is refused.
-// on_line(std::string line) -> std::expected<bool, protocol::Violation>: true
-// for the terminal frame.
+// the deadline passes, `cancel` fires, the child closes fd 1 or exits, or a
+// frame is refused. on_line(std::string line, std::string& out) ->
+// std::expected<bool, protocol::Violation>: true for the terminal frame; it may
+// append frames to `out` (capability replies), which are written in order.
 template <typename OnLine>
-Sandbox::Ended Sandbox::exchange(std::string_view out, Deadline deadline, OnLine&& on_line, LogBook& logs) {
+Sandbox::Ended Sandbox::exchange(std::string out, Deadline deadline, const CancelToken& cancel, OnLine&& on_line,
+                                 LogBook& logs) {
   std::string chunk(kChunk, '\0');
   std::size_t sent = 0;
   bool stdin_open = true;
@@ -236,7 +242,7 @@ Sandbox::Ended Sandbox::exchange(std::string_view out, Deadline deadline, OnLine
   // Hands every complete line to on_line; nullopt when the exchange goes on.
   auto take_lines = [&]() -> std::optional<Ended> {
     while (auto line = reader_.next()) {
-      auto taken = on_line(std::move(*line));
+      auto taken = on_line(std::move(*line), out);
       if (!taken) return Ended{End::violation, std::move(taken.error().message)};
       if (*taken) return Ended{End::done, {}};
     }
@@ -276,9 +282,10 @@ Sandbox::Ended Sandbox::exchange(std::string_view out, Deadline deadline, OnLine
 
   if (auto ended = take_lines()) return finish(std::move(*ended));  // lines held from before
   for (;;) {
+    if (cancel.cancelled()) return finish(Ended{End::cancelled, {}});
     const auto now = Clock::now();
     if (now >= deadline) return finish(Ended{End::timeout, {}});
-    pollfd fds[4];
+    pollfd fds[5];
     int count = 0;
     const int out_at = count;
     fds[count++] = {child_->stdout_fd(), POLLIN, 0};
@@ -288,6 +295,7 @@ Sandbox::Ended Sandbox::exchange(std::string_view out, Deadline deadline, OnLine
     if (in_at >= 0) fds[count++] = {child_->stdin_fd(), POLLOUT, 0};
     const int pid_at = child_->pidfd() >= 0 ? count : -1;
     if (pid_at >= 0) fds[count++] = {child_->pidfd(), POLLIN, 0};
+    if (cancel.fd() >= 0) fds[count++] = {cancel.fd(), POLLIN, 0};  // wakes the poll; checked above
     const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - now).count();
     const int ready = ::poll(fds, static_cast<nfds_t>(count), static_cast<int>(std::min<long long>(left, INT_MAX)));
     if (ready < 0) {
@@ -296,8 +304,21 @@ Sandbox::Ended Sandbox::exchange(std::string_view out, Deadline deadline, OnLine
     }
     if (in_at >= 0 && fds[in_at].revents != 0) {
       const ssize_t n = write_no_sigpipe(child_->stdin_fd(), out.data() + sent, out.size() - sent);
-      if (n > 0) sent += static_cast<std::size_t>(n);
-      else if (n < 0 && errno != EAGAIN && errno != EINTR) stdin_open = false;  // EPIPE: the child is going
+      if (n > 0) {
+        sent += static_cast<std::size_t>(n);
+        if (sent == out.size()) {  // all written: later replies start a fresh buffer
+          out.clear();
+          sent = 0;
+        }
+      } else if (n < 0 && errno != EAGAIN && errno != EINTR) {
+        // EPIPE: frames for the child can no longer arrive. If it exited, the
+        // pidfd says so below; if it only closed fd 0, it broke the protocol.
+        stdin_open = false;
+        pollfd gone{child_->pidfd(), POLLIN, 0};
+        if (child_->pidfd() < 0 || ::poll(&gone, 1, 50) == 0) {
+          return finish(Ended{End::violation, "the sandbox closed its protocol input (fd 0)"});
+        }
+      }
     }
     if (err_at >= 0 && fds[err_at].revents != 0) read_stderr(1);
     if (fds[out_at].revents != 0) {
@@ -319,10 +340,10 @@ std::string Sandbox::closed_message(std::string_view during) {
   return fmt::format("the sandbox {} {}", describe_wait_status(status), during);
 }
 
-Sandbox::Loaded Sandbox::load(std::string_view load_frame, Deadline deadline) {
+Sandbox::Loaded Sandbox::load(std::string_view load_frame, Deadline deadline, const CancelToken& cancel) {
   Loaded loaded;
   LogBook logs(max_log_bytes_);
-  auto on_line = [&](std::string line) -> std::expected<bool, protocol::Violation> {
+  auto on_line = [&](std::string line, std::string&) -> std::expected<bool, protocol::Violation> {
     auto frame = protocol::parse_load_reply(line);
     if (!frame) return std::unexpected(std::move(frame.error()));
     if (frame->kind == protocol::Frame::Kind::load_error) {
@@ -331,10 +352,15 @@ Sandbox::Loaded Sandbox::load(std::string_view load_frame, Deadline deadline) {
     }
     return true;
   };
-  Ended ended = exchange(load_frame, deadline, on_line, logs);
+  Ended ended = exchange(std::string(load_frame), deadline, cancel, on_line, logs);
   loaded.logs = std::move(logs.entries);
   switch (ended.how) {
     case End::done:
+      break;
+    case End::cancelled:
+      kill("cancelled");
+      loaded.status = Status::cancelled;
+      loaded.error = "the call was cancelled while the tool code loaded";
       break;
     case End::timeout:
       kill("timeout");
@@ -366,13 +392,29 @@ Sandbox::Loaded Sandbox::load(std::string_view load_frame, Deadline deadline) {
   return loaded;
 }
 
-CallOutcome Sandbox::call(std::uint64_t id, std::string_view call_frame, Deadline deadline) {
+CallOutcome Sandbox::call(std::uint64_t id, std::string_view call_frame, Deadline deadline, Capabilities* capabilities,
+                          const CancelToken& cancel) {
   CallOutcome outcome;
   LogBook logs(max_log_bytes_);
-  auto on_line = [&](std::string line) -> std::expected<bool, protocol::Violation> {
+  std::uint64_t last_req = 0;
+  auto on_line = [&](std::string line, std::string& out) -> std::expected<bool, protocol::Violation> {
     auto frame = protocol::parse_call_reply(line, id);
     if (!frame) return std::unexpected(std::move(frame.error()));
     switch (frame->kind) {
+      case protocol::Frame::Kind::cap: {
+        if (frame->req != last_req + 1) {
+          return std::unexpected(protocol::Violation{
+              fmt::format("a \"cap\" frame has request number {} where {} was due", frame->req, last_req + 1)});
+        }
+        last_req = frame->req;
+        CapabilityReply reply =
+            capabilities ? capabilities->handle(revision_, frame->op, frame->value, cancel, deadline)
+                         : CapabilityReply::failure("denied", fmt::format("this host grants no capabilities to "
+                                                                          "this call ({} refused)",
+                                                                          capability_op_name(frame->op)));
+        out += protocol::encode_cap_reply(frame->req, reply, max_frame_bytes_);
+        return false;
+      }
       case protocol::Frame::Kind::log:
         logs.add(std::move(frame->level), std::move(frame->text));
         return false;
@@ -386,9 +428,14 @@ CallOutcome Sandbox::call(std::uint64_t id, std::string_view call_frame, Deadlin
         return true;
     }
   };
-  Ended ended = exchange(call_frame, deadline, on_line, logs);
+  Ended ended = exchange(std::string(call_frame), deadline, cancel, on_line, logs);
   switch (ended.how) {
     case End::done:
+      break;
+    case End::cancelled:
+      kill("cancelled");
+      outcome.status = Status::cancelled;
+      outcome.error = "the call was cancelled";
       break;
     case End::timeout:
       kill("timeout");

@@ -59,10 +59,12 @@ hardening::rlimits::Limits node_limits(const RuntimeConfig& config);
 class Sandbox {
  public:
   // Makes the private directory (<tmp>/taskyon-sandbox-XXXXXX, mode 0700) and
-  // starts the child in it, contained by node_policy(node), with an empty
-  // environment. Errc::runtime_missing when `node` is not an ELF executable;
+  // starts the child in it: `runtime` is the executable of config.runtime
+  // (runtime.h locate_runtime), started as prepare_launch() says (Node: an
+  // empty environment, node_policy; Deno: deno_env, deno_policy, its argv
+  // checked). Errc::runtime_missing when `runtime` is not an ELF executable;
   // Errc::internal when the policy, directory, pipes or fork fail.
-  static Result<std::shared_ptr<Sandbox>> start(Launcher& launcher, const std::string& node,
+  static Result<std::shared_ptr<Sandbox>> start(Launcher& launcher, const std::string& runtime,
                                                 const RuntimeConfig& config, std::string revision, Mode mode);
 
   ~Sandbox();  // kills and reaps the child, removes the directory
@@ -78,12 +80,16 @@ class Sandbox {
   };
 
   // Sends the encoded load frame (protocol::encode_load) and waits for the reply.
-  Loaded load(std::string_view load_frame, Deadline deadline);
+  // A cancelled token ends the wait: Status::cancelled, the child killed.
+  Loaded load(std::string_view load_frame, Deadline deadline, const CancelToken& cancel);
 
   // Sends the encoded call frame (protocol::encode_call with `id`) and collects
-  // logs up to the terminal frame. Fills status, value, error, logs and
-  // logs_truncated; on timeout the child is already killed.
-  CallOutcome call(std::uint64_t id, std::string_view call_frame, Deadline deadline);
+  // logs up to the terminal frame, answering capability requests through
+  // `capabilities` (null: each is "denied") with this sandbox's revision as the
+  // identity (M3). Fills status, value, error, logs and logs_truncated; on
+  // timeout or cancellation the child is already killed.
+  CallOutcome call(std::uint64_t id, std::string_view call_frame, Deadline deadline, Capabilities* capabilities,
+                   const CancelToken& cancel);
 
   // Between calls: why this sandbox must not take another call ("crashed":
   // the child is gone or closed fd 1; "protocol_error": it wrote to fd 1
@@ -99,6 +105,8 @@ class Sandbox {
   pid_t pid() const { return child_->pid(); }
   const std::string& workdir() const { return workdir_; }
   const std::string& revision() const { return revision_; }
+  const std::string& name() const { return name_; }
+  void set_name(std::string name) { name_ = std::move(name); }  // before the sandbox is shared
   Mode mode() const { return mode_; }
 
  private:
@@ -106,18 +114,19 @@ class Sandbox {
           const RuntimeConfig& config);
 
   struct LogBook;
-  enum class End { done, timeout, closed, violation };
+  enum class End { done, timeout, closed, violation, cancelled };
   struct Ended {
     End how;
     std::string message;  // violation: what was wrong
   };
   template <typename OnLine>
-  Ended exchange(std::string_view out, Deadline deadline, OnLine&& on_line, LogBook& logs);
+  Ended exchange(std::string out, Deadline deadline, const CancelToken& cancel, OnLine&& on_line, LogBook& logs);
   std::string closed_message(std::string_view during);
 
   std::unique_ptr<Child> child_;
   std::string workdir_;
   std::string revision_;
+  std::string name_;
   Mode mode_;
   std::size_t max_frame_bytes_;
   std::size_t max_log_bytes_;

@@ -1,5 +1,7 @@
 #include "taskyon/tasks/compiler.h"
 
+#include <fmt/format.h>
+
 #include "taskyon/registry/schema.h"
 
 namespace taskyon::tasks {
@@ -19,6 +21,33 @@ Result<VisibleTool> resolve_call_target(const std::string& ref, const Scope& sco
 
 Draft function_call(std::string tool, json::Value arguments) {
   return {Role::assistant, {{"functionCall", {{"name", std::move(tool)}, {"arguments", std::move(arguments)}}}}, {}};
+}
+
+Result<Draft> parse_draft(const json::Value& e, const std::string& at, bool allow_parent) {
+  if (!e.is_object()) return fail(Errc::invalid_task, "a draft must be an object {role, content, labels?}", at);
+  for (const auto& [key, _] : e.items())
+    if (key != "role" && key != "content" && key != "labels" && (key != "parent" || !allow_parent))
+      return fail(Errc::invalid_task, fmt::format("unknown field \"{}\"", key), at + "/" + key);
+  if (!e.contains("role") || !e["role"].is_string())
+    return fail(Errc::invalid_task, "role must be system, user, assistant or tool", at + "/role");
+  auto role = parse_role(e["role"].get<std::string>());
+  if (!role) return fail(Errc::invalid_task, role.error().message, at + "/role");
+  Draft draft;
+  draft.role = *role;
+  draft.content = e.value("content", json::Value());
+  if (auto shape = check_content(*role, draft.content); !shape)
+    return fail(Errc::invalid_task, shape.error().message, at + shape.error().where);
+  if (draft.content.contains("toolResult"))
+    return fail(Errc::invalid_task, "tool results are made by running the call, not written as drafts",
+                at + "/content/toolResult");
+  if (e.contains("labels")) {
+    if (!e["labels"].is_array()) return fail(Errc::invalid_task, "labels must be an array of strings", at + "/labels");
+    for (const auto& l : e["labels"]) {
+      if (!l.is_string()) return fail(Errc::invalid_task, "labels must be an array of strings", at + "/labels");
+      draft.labels.push_back(l.get<std::string>());
+    }
+  }
+  return draft;
 }
 
 Result<Compiled> compile(const Draft& draft, const Scope& scope) {

@@ -43,6 +43,11 @@ struct Compiled {
 // and the rule it broke).
 Result<Compiled> compile(const Draft& draft, const Scope& scope);
 
+// A draft from its JSON form {"role", "content", "labels"?} (and "parent",
+// which is left to the caller, when allow_parent). Tool results are refused:
+// they are made by running a call. Errc::invalid_task, `where` under `at`.
+Result<Draft> parse_draft(const json::Value& value, const std::string& at, bool allow_parent = false);
+
 // A function-call draft for `tool` (a name, or for registry tools also a
 // revision id or prefix) with `arguments`.
 Draft function_call(std::string tool, json::Value arguments);

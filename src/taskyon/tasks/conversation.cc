@@ -41,29 +41,10 @@ Result<std::vector<ConversationEntry>> parse_conversation(const json::Value& fil
   for (std::size_t i = 0; i < file.size(); ++i) {
     const auto& e = file[i];
     const std::string at = fmt::format("/{}", i);
-    if (!e.is_object()) return fail(Errc::invalid_task, "a draft must be an object {role, content, parent?, labels?}", at);
-    for (const auto& [key, _] : e.items())
-      if (key != "role" && key != "content" && key != "parent" && key != "labels")
-        return fail(Errc::invalid_task, fmt::format("unknown field \"{}\"", key), at + "/" + key);
-    if (!e.contains("role") || !e["role"].is_string())
-      return fail(Errc::invalid_task, "role must be system, user, assistant or tool", at + "/role");
-    auto role = parse_role(e["role"].get<std::string>());
-    if (!role) return fail(Errc::invalid_task, role.error().message, at + "/role");
+    auto draft = parse_draft(e, at, /*allow_parent=*/true);
+    if (!draft) return std::unexpected(draft.error());
     ConversationEntry entry;
-    entry.draft.role = *role;
-    entry.draft.content = e.value("content", json::Value());
-    if (auto shape = check_content(*role, entry.draft.content); !shape)
-      return fail(Errc::invalid_task, shape.error().message, at + shape.error().where);
-    if (entry.draft.content.contains("toolResult"))
-      return fail(Errc::invalid_task, "tool results are made by running the call, not written in the file",
-                  at + "/content/toolResult");
-    if (e.contains("labels")) {
-      if (!e["labels"].is_array()) return fail(Errc::invalid_task, "labels must be an array of strings", at + "/labels");
-      for (const auto& l : e["labels"]) {
-        if (!l.is_string()) return fail(Errc::invalid_task, "labels must be an array of strings", at + "/labels");
-        entry.draft.labels.push_back(l.get<std::string>());
-      }
-    }
+    entry.draft = std::move(*draft);
     auto parent = parse_parent(e, i, out);
     if (!parent) return std::unexpected(parent.error());
     entry.parent = std::move(*parent);

@@ -62,6 +62,18 @@ Result<std::string> content_kind(const json::Value& content) {
               "/content/" + key);
 }
 
+json::Value task_json(const Task& t) {
+  auto optional = [](const std::optional<std::string>& s) { return s ? json::Value(*s) : json::Value(); };
+  return {{"id", t.id},
+          {"parentId", optional(t.parent_id)},
+          {"role", role_name(t.role)},
+          {"state", state_name(t.state)},
+          {"labels", t.labels},
+          {"content", t.content},
+          {"toolRevision", optional(t.tool_revision)},
+          {"settingsRevision", optional(t.settings_revision)}};
+}
+
 json::Value identity(const Task& task) {
   json::Value id = {{"role", role_name(task.role)}, {"content", task.content}};
   if (task.parent_id) id["parentId"] = *task.parent_id;

@@ -57,6 +57,10 @@ Result<void> check_content(Role role, const json::Value& content);
 // The hashed identity object of a task (see above).
 json::Value identity(const Task& task);
 
+// The task as shown and exchanged: {"id", "parentId", "role", "state",
+// "labels", "content", "toolRevision", "settingsRevision"} (absent ids null).
+json::Value task_json(const Task& task);
+
 // content_id_of(identity(task)).
 Result<std::string> compute_id(const Task& task);
 
