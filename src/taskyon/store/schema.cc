@@ -83,7 +83,114 @@ WHEN (NEW.execution = 'trusted-native'
 BEGIN SELECT RAISE(ABORT, 'R6: a revision that runs with host authority needs a trust record'); END;
 )sql";
 
-constexpr std::array<std::string_view, kSchemaVersion> kMigrations = {kMigration1, kMigration2, kMigration3};
+// Issue 5 (DESIGN §6): what a revision is granted, its secrets, the audit log,
+// per-tool storage, settings revisions, popup permissions and sandbox
+// destructions. Grants, secrets and popup permissions name one revision
+// (M8, M16, M17): a new revision under the same name inherits nothing.
+// Storage data is keyed by tool name, so it outlives a revision (S7), but is
+// reachable only through a storage grant of the calling revision.
+constexpr std::string_view kMigration4 = R"sql(
+CREATE TABLE fetch_grants (
+  revision   TEXT NOT NULL REFERENCES revisions(id),
+  origin     TEXT NOT NULL CHECK (origin GLOB 'https://?*' AND instr(substr(origin, 9), '/') = 0),
+  access     TEXT NOT NULL CHECK (access IN ('read', 'write')),
+  limits     TEXT NOT NULL DEFAULT '{}',  -- RFC 8785 canonical JSON object
+  granted_by TEXT NOT NULL CHECK (length(granted_by) > 0),
+  granted_at TEXT NOT NULL,
+  PRIMARY KEY (revision, origin, access)
+) WITHOUT ROWID;
+
+CREATE TABLE storage_grants (
+  revision   TEXT PRIMARY KEY REFERENCES revisions(id),
+  granted_by TEXT NOT NULL CHECK (length(granted_by) > 0),
+  granted_at TEXT NOT NULL
+) WITHOUT ROWID;
+
+CREATE TABLE storage_items (
+  tool       TEXT NOT NULL,  -- tool name, not revision: storage is durable across revisions (S7)
+  key        TEXT NOT NULL CHECK (length(key) > 0),
+  value      TEXT NOT NULL,  -- RFC 8785 canonical JSON
+  updated_at TEXT NOT NULL,
+  PRIMARY KEY (tool, key)
+) WITHOUT ROWID;
+
+CREATE TABLE secrets (
+  revision TEXT NOT NULL REFERENCES revisions(id),
+  origin   TEXT NOT NULL CHECK (origin GLOB 'https://?*' AND instr(substr(origin, 9), '/') = 0),
+  name     TEXT NOT NULL,
+  value    TEXT NOT NULL,  -- as given: the database file is the trust boundary
+  set_by   TEXT NOT NULL CHECK (length(set_by) > 0),
+  set_at   TEXT NOT NULL,
+  PRIMARY KEY (revision, origin, name)
+) WITHOUT ROWID;
+
+CREATE TABLE audit_log (
+  seq        INTEGER PRIMARY KEY AUTOINCREMENT,
+  at         TEXT NOT NULL,
+  revision   TEXT NOT NULL,  -- the channel's revision; tree-defined tools are not in `revisions`
+  capability TEXT NOT NULL CHECK (length(capability) > 0),
+  target     TEXT NOT NULL,
+  access     TEXT NOT NULL CHECK (access IN ('', 'read', 'write')),
+  verdict    TEXT NOT NULL CHECK (verdict IN ('allow', 'deny')),
+  reason     TEXT NOT NULL,
+  task       TEXT
+);
+CREATE INDEX audit_by_time ON audit_log(at);
+CREATE INDEX audit_by_revision ON audit_log(revision, seq);
+CREATE TRIGGER audit_no_update BEFORE UPDATE ON audit_log
+BEGIN SELECT RAISE(ABORT, 'audit: the audit log is append-only'); END;
+CREATE TRIGGER audit_no_delete BEFORE DELETE ON audit_log
+BEGIN SELECT RAISE(ABORT, 'audit: the audit log is append-only'); END;
+
+CREATE TABLE settings_revisions (
+  id         TEXT PRIMARY KEY CHECK (id GLOB 'sha256:*' AND length(id) = 71),
+  value      TEXT NOT NULL,  -- RFC 8785 canonical JSON object; id = sha256 over these bytes
+  created_at TEXT NOT NULL
+);
+CREATE TABLE settings_bindings (
+  seq      INTEGER PRIMARY KEY AUTOINCREMENT,
+  name     TEXT NOT NULL,
+  settings TEXT NOT NULL REFERENCES settings_revisions(id),
+  bound_at TEXT NOT NULL
+);
+CREATE INDEX settings_bindings_by_name ON settings_bindings(name, seq);
+CREATE TRIGGER settings_revisions_no_update BEFORE UPDATE ON settings_revisions
+BEGIN SELECT RAISE(ABORT, 'T1: stored settings revisions are immutable'); END;
+CREATE TRIGGER settings_revisions_no_delete BEFORE DELETE ON settings_revisions
+BEGIN SELECT RAISE(ABORT, 'T1: stored settings revisions are immutable'); END;
+CREATE TRIGGER settings_bindings_no_update BEFORE UPDATE ON settings_bindings
+BEGIN SELECT RAISE(ABORT, 'T1: settings binding history is append-only'); END;
+CREATE TRIGGER settings_bindings_no_delete BEFORE DELETE ON settings_bindings
+BEGIN SELECT RAISE(ABORT, 'T1: settings binding history is append-only'); END;
+
+CREATE TABLE popup_permissions (
+  revision   TEXT NOT NULL REFERENCES revisions(id),
+  target     TEXT NOT NULL CHECK (target = 'custom-html'
+                                  OR (target GLOB 'https://?*' AND instr(substr(target, 9), '/') = 0)),
+  granted_by TEXT NOT NULL CHECK (length(granted_by) > 0),
+  granted_at TEXT NOT NULL,
+  PRIMARY KEY (revision, target)
+) WITHOUT ROWID;
+CREATE TRIGGER popup_needs_trust BEFORE INSERT ON popup_permissions
+WHEN NOT EXISTS (SELECT 1 FROM trust WHERE revision = NEW.revision)
+BEGIN SELECT RAISE(ABORT, 'M16: only a trusted host tool revision may hold a popup permission'); END;
+
+CREATE TABLE sandbox_destructions (
+  seq      INTEGER PRIMARY KEY AUTOINCREMENT,
+  at       TEXT NOT NULL,
+  revision TEXT NOT NULL,
+  tool     TEXT NOT NULL,
+  reason   TEXT NOT NULL,
+  pid      INTEGER NOT NULL
+);
+CREATE INDEX sandbox_destructions_by_revision ON sandbox_destructions(revision, seq);
+CREATE TRIGGER sandbox_destructions_no_update BEFORE UPDATE ON sandbox_destructions
+BEGIN SELECT RAISE(ABORT, 'sandbox log: destruction records are append-only'); END;
+CREATE TRIGGER sandbox_destructions_no_delete BEFORE DELETE ON sandbox_destructions
+BEGIN SELECT RAISE(ABORT, 'sandbox log: destruction records are append-only'); END;
+)sql";
+
+constexpr std::array<std::string_view, kSchemaVersion> kMigrations = {kMigration1, kMigration2, kMigration3, kMigration4};
 
 }  // namespace
 

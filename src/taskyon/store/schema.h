@@ -7,6 +7,9 @@
 //   T3  a function call in state Completed has a tool revision
 //   T4  tasks are append-only (ids are content hashes; the API checks them)
 //   R6  a revision that gets host authority is stored only with a trust record
+//   T1  settings revisions and their bindings are append-only
+//   M16 only a revision with a trust record holds a popup permission
+//       the audit log and the sandbox destruction log are append-only
 #pragma once
 
 #include "taskyon/base/error.h"
@@ -14,7 +17,7 @@
 
 namespace taskyon::store {
 
-inline constexpr int kSchemaVersion = 3;
+inline constexpr int kSchemaVersion = 4;
 
 // Brings the database to kSchemaVersion, each step in its own transaction.
 // Errc::store if the file has a newer schema than this build knows.

@@ -1,5 +1,8 @@
 #include "taskyon/store/store.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -13,6 +16,7 @@
 #include "taskyon/native/native.h"
 #include "taskyon/store/clock.h"
 #include "taskyon/store/schema.h"
+#include "taskyon/store/settings.h"
 
 namespace taskyon::store {
 namespace {
@@ -29,6 +33,9 @@ std::optional<std::string_view> hex_part(std::string_view ref) {
 }
 
 Result<void> check_installable(const registry::Manifest& manifest, const std::optional<Trust>& trust) {
+  if (manifest.execution == registry::Execution::trusted_native) {  // P1: not offered on this machine
+    if (auto why = native::unavailable(manifest.native)) return fail(Errc::runtime_missing, *why, "/native");
+  }
   if (manifest.execution == registry::Execution::trusted_native && !native::find(manifest.native)) {
     std::string have;
     for (const auto& f : native::all()) have += (have.empty() ? "" : ", ") + f.id;
@@ -92,6 +99,14 @@ Result<Store> Store::open(const std::string& path) {
     fs::create_directories(parent, ec);
     if (ec) return fail(Errc::io, fmt::format("cannot create directory: {}", ec.message()), parent.string());
     fs::permissions(parent, fs::perms::owner_all, ec);
+  }
+  // A new database file is created readable by its owner only: it holds
+  // secrets (secrets.h), and the file is their trust boundary.
+  if (!fs::exists(path, ec)) {
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0 && errno != EEXIST)
+      return fail(Errc::io, fmt::format("cannot create database file: {}", std::strerror(errno)), path);
+    if (fd >= 0) ::close(fd);
   }
   auto db = sql::Database::open(path);
   if (!db) return std::unexpected(db.error());
@@ -280,7 +295,9 @@ tasks::ToolResolver Store::resolver() {
   return [this](std::string_view ref) -> Result<tasks::ResolvedTool> {
     auto rev = resolve(ref);
     if (!rev) return std::unexpected(rev.error());
-    return tasks::ResolvedTool{rev->id, registry::empty_settings_revision(), std::move(rev->manifest)};
+    auto settings = settings_revision_for(*this, rev->name);
+    if (!settings) return std::unexpected(settings.error());
+    return tasks::ResolvedTool{rev->id, std::move(*settings), std::move(rev->manifest)};
   };
 }
 

@@ -2,6 +2,13 @@
 // tasks, in one SQLite file (WAL mode). Every row read back is verified against
 // its content address; a row edited behind the store's back is reported as
 // Errc::integrity ("tampered"), never used (R2).
+//
+// What revisions are granted (DESIGN §6) lives beside this class as free
+// functions taking a Store&, one header each: grants.h (fetch and storage
+// grants), kv.h (tool storage), secrets.h, audit.h, settings.h (settings
+// revisions), popups.h (M16), sandbox_log.h; origin.h normalizes origins and
+// outcome.h is the refusal type capabilities return to tool code.
+// docs/grants.md describes the tables and the tycli commands.
 #pragma once
 
 #include <cstdint>
@@ -68,7 +75,8 @@ Result<std::string> default_db_path();
 
 class Store {
  public:
-  // Opens (creating if absent, with parent directories) and migrates.
+  // Opens (creating if absent, with parent directories, the file mode 0600)
+  // and migrates.
   static Result<Store> open(const std::string& path);
 
   // Stores a validated manifest as a revision (idempotent by content) and, by
@@ -92,7 +100,9 @@ class Store {
   Result<std::vector<Binding>> history(std::string_view name);
   Result<std::vector<ToolSummary>> tools();
 
-  // A resolver for the compiler, pinning tool and settings revisions (T1).
+  // A resolver for the compiler, pinning tool and settings revisions (T1): the
+  // revision `ref` resolves to, and the settings revision bound to its tool
+  // name (settings.h; the empty settings revision when none is bound).
   tasks::ToolResolver resolver();
 
   // Stores tasks in one transaction. Each must pass tasks::check_invariants

@@ -1,0 +1,59 @@
+// Per-tool settings revisions (DESIGN §2, M15, T1). A settings object is a
+// JSON object, content-addressed like a manifest: its settings revision is
+// "sha256:" + hex SHA-256 of its RFC 8785 canonical form, so the empty object
+// is registry::empty_settings_revision(). Settings revisions are immutable;
+// a tool NAME is bound to one, with the history kept (like tool bindings).
+// The compiler pins the name's bound settings revision into every call (T1,
+// through Store::resolver()); a name never bound has the empty settings.
+// Tool code sees only the opaque id (resolveInvocation, M15); the host reads
+// the value by id (settings_value).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "taskyon/base/error.h"
+#include "taskyon/json/json.h"
+#include "taskyon/store/store.h"
+
+namespace taskyon::store {
+
+inline constexpr std::size_t kMaxSettingsBytes = 256 * 1024;  // canonical bytes of one settings object
+
+struct SettingsBinding {
+  std::int64_t seq = 0;  // order of binding, increasing
+  std::string name;
+  std::string revision;  // settings revision "sha256:…"
+  std::string bound_at;  // ISO 8601 UTC, ms
+};
+
+struct SettingsSetResult {
+  std::string revision;
+  bool created = false;  // false: this settings object was already stored
+  bool bound = false;    // false: the name was already bound to it (nothing appended)
+};
+
+// Stores `settings` (a JSON object, at most kMaxSettingsBytes canonical) and
+// binds `name` to it. Errc::bad_usage if it is not an object or too large, or
+// the name is not a valid tool name; Errc::not_found if no tool revision is
+// stored under `name` (install the tool first: settings for a mistyped name
+// would silently apply to nothing); Errc::not_canonical for values RFC 8785
+// cannot represent.
+Result<SettingsSetResult> set_settings(Store& store, std::string_view name, const json::Value& settings);
+
+// The settings revision bound to `name` (verified like settings_value), or
+// registry::empty_settings_revision() when the name was never bound.
+Result<std::string> settings_revision_for(Store& store, std::string_view name);
+
+// The settings object of a settings revision, verified against its id (R2:
+// Errc::integrity if tampered); the empty settings revision is {} whether
+// stored or not. Errc::not_found for an unknown id.
+Result<json::Value> settings_value(Store& store, std::string_view revision);
+
+// The name's binding history, oldest first (empty if never bound).
+Result<std::vector<SettingsBinding>> settings_history(Store& store, std::string_view name);
+
+}  // namespace taskyon::store

@@ -1,0 +1,139 @@
+// tycli audit: the capability decisions (issue 5 item 8), oldest first.
+// tycli sandbox log: destroyed sandboxes from every tycli process (S3-S6);
+// add_sandbox_log_command hangs it under `tycli sandbox`.
+#include <iostream>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "cli.h"
+#include "taskyon/store/audit.h"
+#include "taskyon/store/sandbox_log.h"
+
+namespace tycli {
+namespace {
+
+using taskyon::json::Value;
+namespace store = taskyon::store;
+
+struct AuditArgs {
+  std::string since;
+  std::string revision;
+  long long limit = 100;
+};
+
+// A full id is taken as given (tree-defined tools are not in the registry);
+// anything else resolves like elsewhere.
+taskyon::Result<std::string> revision_filter(store::Store& st, const std::string& ref) {
+  if (taskyon::json::is_content_id(ref)) return ref;
+  auto rev = st.resolve(ref);
+  if (!rev) return std::unexpected(rev.error());
+  return rev->id;
+}
+
+int audit(Globals& g, const AuditArgs& a) {
+  if (a.limit < 0) return report(g, {taskyon::Errc::bad_usage, "--limit is 0 (all) or a positive number", "--limit"});
+  store::AuditQuery q;
+  q.limit = static_cast<std::size_t>(a.limit);
+  if (!a.since.empty()) {
+    auto since = store::parse_since(a.since);
+    if (!since) return report(g, since.error());
+    q.since = *since;
+  }
+  auto st = open_store(g);
+  if (!st) return report(g, st.error());
+  if (!a.revision.empty()) {
+    auto rev = revision_filter(*st, a.revision);
+    if (!rev) return report(g, rev.error());
+    q.revision = *rev;
+  }
+  auto rows = store::query_audit(*st, q);
+  if (!rows) return report(g, rows.error());
+  if (g.json) {
+    Value out = Value::array();
+    for (const auto& e : *rows) {
+      Value row = {{"seq", e.seq},
+                   {"at", e.at},
+                   {"revision", e.revision},
+                   {"capability", e.capability},
+                   {"target", e.target},
+                   {"access", e.access.empty() ? Value() : Value(e.access)},
+                   {"verdict", taskyon::capability::verdict_name(e.verdict)},
+                   {"reason", e.reason},
+                   {"task", e.task ? Value(*e.task) : Value()}};
+      out.push_back(std::move(row));
+    }
+    print_json(out);
+    return kExitOk;
+  }
+  if (rows->empty()) {
+    std::cout << "no capability decisions recorded" << (q.since ? " since " + *q.since : std::string()) << "\n";
+    return kExitOk;
+  }
+  std::cout << fmt::format("{:<24} {:<7} {:<22} {:<6} {:<19} {:<32} {}\n", "AT", "VERDICT", "CAPABILITY", "ACCESS",
+                           "REVISION", "TARGET", "REASON");
+  for (const auto& e : *rows)
+    std::cout << fmt::format("{:<24} {:<7} {:<22} {:<6} {:<19} {:<32} {}\n", e.at,
+                             taskyon::capability::verdict_name(e.verdict), e.capability,
+                             e.access.empty() ? "-" : e.access, short_id(e.revision), e.target, e.reason);
+  return kExitOk;
+}
+
+struct LogArgs {
+  std::string revision;
+  long long limit = 100;
+};
+
+int sandbox_log(Globals& g, const LogArgs& a) {
+  if (a.limit < 0) return report(g, {taskyon::Errc::bad_usage, "--limit is 0 (all) or a positive number", "--limit"});
+  auto st = open_store(g);
+  if (!st) return report(g, st.error());
+  std::optional<std::string> revision;
+  if (!a.revision.empty()) {
+    auto rev = revision_filter(*st, a.revision);
+    if (!rev) return report(g, rev.error());
+    revision = *rev;
+  }
+  auto rows = store::destructions(*st, static_cast<std::size_t>(a.limit), revision);
+  if (!rows) return report(g, rows.error());
+  if (g.json) {
+    Value out = Value::array();
+    for (const auto& d : *rows)
+      out.push_back({{"seq", d.seq}, {"at", d.at}, {"revision", d.revision}, {"tool", d.tool}, {"reason", d.reason},
+                     {"pid", d.pid}});
+    print_json(out);
+    return kExitOk;
+  }
+  if (rows->empty()) {
+    std::cout << "no sandbox destroyed yet\n";
+    return kExitOk;
+  }
+  std::cout << fmt::format("{:<24} {:<16} {:<19} {:>8} {}\n", "AT", "TOOL", "REVISION", "PID", "REASON");
+  for (const auto& d : *rows)
+    std::cout << fmt::format("{:<24} {:<16} {:<19} {:>8} {}\n", d.at, d.tool, short_id(d.revision), d.pid, d.reason);
+  return kExitOk;
+}
+
+}  // namespace
+
+void add_audit_command(CLI::App& app, Globals& g) {
+  auto a = std::make_shared<AuditArgs>();
+  auto* cmd = app.add_subcommand("audit", "capability decisions (fetch, storage, popup, …), oldest first");
+  cmd->add_option("--since", a->since,
+                  "from this time on: ISO 8601 UTC (2026-11-29, 2026-11-29T18:18:36Z) or a duration back from now "
+                  "(30s, 10m, 2h, 1d)");
+  cmd->add_option("--revision", a->revision,
+                  "only this revision: full id, or tool name (its active revision) or unique prefix");
+  cmd->add_option("--limit", a->limit, "the most recent N decisions (default 100; 0: all)");
+  cmd->callback([&g, a] { g.exit_code = guarded(g, [&] { return audit(g, *a); }); });
+}
+
+void add_sandbox_log_command(CLI::App& sandbox, Globals& g) {
+  auto a = std::make_shared<LogArgs>();
+  auto* cmd = sandbox.add_subcommand("log", "destroyed sandboxes and why, from every tycli process, oldest first");
+  cmd->add_option("--revision", a->revision, "only this revision: full id, tool name or unique prefix");
+  cmd->add_option("--limit", a->limit, "the most recent N records (default 100; 0: all)");
+  cmd->callback([&g, a] { g.exit_code = guarded(g, [&] { return sandbox_log(g, *a); }); });
+}
+
+}  // namespace tycli
