@@ -3,9 +3,20 @@
 // bypass every sandbox, and are reviewed as application code. Only the id,
 // description and parameter schema of a native function ever leave the core;
 // its implementation never crosses the protocol or any serialized form (R5).
+//
+// A native function runs in a Context: the call's timeout and the Session it
+// belongs to. The Session holds what the user approved in this session (P2:
+// native Python asks before its first run) and session-wide settings. It lives
+// in memory only — one tycli process, or one object a server keeps per
+// session next to its sandbox::Pool — and is never stored.
 #pragma once
 
+#include <chrono>
 #include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -15,19 +26,79 @@
 
 namespace taskyon::native {
 
+// How executePython runs the interpreter (docs/sandbox.md, "Native Python").
+enum class PythonIsolation {
+  host,    // the CLI's own OS permissions (DESIGN §5), isolated mode, timeout, minimal environment
+  strict,  // the sandbox kernel layers (+ a minimal-root bubblewrap where user namespaces are allowed)
+};
+
+// "host" / "strict".
+std::string_view isolation_name(PythonIsolation isolation);
+
+// Approvals and settings of one session. Thread-safe; never persisted.
+class Session {
+ public:
+  // Asks the user a yes/no question; true means yes.
+  using Ask = std::function<bool(std::string_view question)>;
+
+  struct Settings {
+    std::set<std::string> preapproved;  // native ids approved up front (tycli --approve-python)
+    Ask ask;                            // empty: no one can be asked (no terminal)
+    PythonIsolation python_isolation = PythonIsolation::host;
+    // An executable with tycli's internal `__python-contain` entry, used by
+    // strict isolation inside bubblewrap; empty: this process's own
+    // executable (/proc/self/exe), which is right when the host is tycli.
+    std::string helper;
+  };
+
+  Session() = default;
+  explicit Session(Settings settings) : settings_(std::move(settings)) {}
+
+  // Ok when `id` is approved in this session: up front, or now by asking
+  // `question` (once per session: the answer, yes or no, is remembered).
+  // Errc::bad_usage when it is not approved, with `how_to_approve` in the
+  // message; the caller turns it into a tool error.
+  Result<void> approve(const std::string& id, std::string_view question, std::string_view how_to_approve);
+
+  PythonIsolation python_isolation() const { return settings_.python_isolation; }
+  const std::string& helper() const { return settings_.helper; }
+
+ private:
+  Settings settings_;
+  std::mutex mu_;
+  std::map<std::string, bool> answers_;  // id -> the user's answer in this session
+};
+
+// A yes/no prompt on the terminal (question on stderr, answer from stdin; "y"
+// or "yes" is yes, anything else no), or an empty Ask when stdin or stderr is
+// not a terminal.
+Session::Ask ask_on_terminal();
+
+struct Context {
+  std::chrono::milliseconds timeout{10000};  // the call's wall-clock limit
+  Session* session = nullptr;                // null: nothing is approved and no one can be asked
+};
+
 struct NativeFunction {
   std::string id;           // stable native id, e.g. "taskyon.sha256"
   std::string description;  // what it does, for the manifest
   json::Value parameters;   // JSON Schema of its arguments (type object)
   // The implementation. A returned Error is a tool error (the call ran and failed).
-  std::function<Result<json::Value>(const json::Value& args)> run;
+  std::function<Result<json::Value>(const json::Value& args, const Context& context)> run;
 };
 
-// The native function with this id, or nullptr: this host has no such function.
+// The native function with this id, or nullptr: this host has no such
+// function, or not on this machine (see unavailable()).
 const NativeFunction* find(std::string_view id);
 
-// Every native function this host has, sorted by id.
+// Every native function this host offers on this machine, sorted by id.
+// executePython is among them only when a python3 interpreter is detected (P1).
 const std::vector<NativeFunction>& all();
+
+// Why a native function this host knows is not offered on this machine, e.g.
+// "P1: no python3 interpreter was detected …"; nullopt when it is offered or
+// when the id is unknown to this host.
+std::optional<std::string> unavailable(std::string_view id);
 
 // A manifest for a native function (execution "trusted-native"), named `name`.
 json::Value manifest_for(const NativeFunction& function, std::string_view name);

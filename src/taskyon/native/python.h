@@ -1,0 +1,97 @@
+// executePython: the native Python tool (DESIGN §5; contracts P1, P2, P3;
+// docs/sandbox.md, "Native Python").
+//
+// Native id kPythonId, arguments {"code": string} (at most kMaxCodeBytes of
+// UTF-8). The code is the whole program: it reaches the interpreter on its
+// stdin (`python3 -I … -`), never in argv. Result, whenever the interpreter
+// ran to its end (any exit status, an uncaught exception included):
+//   {"stdout": string, "stderr": string, "exitCode": int, "truncated": bool,
+//    "isolation": "host" | "strict"}
+// stdout/stderr are UTF-8 (invalid bytes become U+FFFD), each at most
+// kMaxOutputBytes; exitCode is 128+N when the process was killed by signal N;
+// truncated: a stream passed its limit, so the process group was killed.
+// Tool errors (Error values): not approved in this session (P2), timed out
+// (the process group is killed), code too large or not a string, the
+// interpreter could not be started.
+//
+// P1: offered only when detect_python() finds an interpreter: the first
+// `python3` on PATH that answers `python3 -I -S -c …` (its version, its
+// sys.executable, its sys.path) and whose sys.executable resolves to a real
+// ELF file. A pyenv shim is thus resolved to the interpreter it runs; runs
+// exec that interpreter directly, never the shim.
+// P3: nothing here loads Pyodide; the CLI has no WebAssembly Python.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "taskyon/base/error.h"
+#include "taskyon/json/json.h"
+#include "taskyon/native/native.h"
+
+namespace taskyon::native::python {
+
+inline constexpr std::string_view kPythonId = "taskyon.executePython";
+inline constexpr std::size_t kMaxCodeBytes = 1u << 20;     // the code argument, bytes
+inline constexpr std::size_t kMaxOutputBytes = 1u << 20;   // stdout and stderr, each, bytes
+inline constexpr std::uint64_t kStrictDataBytes = 1ull << 30;  // RLIMIT_DATA in strict mode, bytes
+
+// What the user is asked before the first run of a session (P2).
+std::string approval_question(PythonIsolation isolation);
+// How to approve without a terminal.
+inline constexpr std::string_view kHowToApprove =
+    "pass --approve-python to tycli call / tycli run, or run tycli on a terminal to be asked";
+
+struct Interpreter {
+  std::string command;            // the PATH entry that answered, e.g. /root/.pyenv/shims/python3
+  std::string executable;         // real path of the ELF interpreter (sys.executable, resolved)
+  std::string version;            // e.g. "3.11.7"
+  std::vector<std::string> path;  // sys.path under -I -S: the stdlib directories that exist
+};
+
+// Looks for `python3` on `path_env` (a PATH value) and asks it who it is, with
+// this process's environment (a pyenv shim needs it) and a 10 s limit.
+// Errc::runtime_missing, saying why, when there is none that answers.
+Result<Interpreter> detect_python(std::string_view path_env);
+
+// detect_python(getenv("PATH")), once per process.
+const Result<Interpreter>& interpreter();
+
+// bubblewrap for strict mode: `bwrap` on PATH that can build a minimal root
+// here (probed once per process by running it). `path` empty when unusable;
+// `why` says why.
+struct Bubblewrap {
+  std::string path;
+  std::string why;
+};
+const Bubblewrap& bubblewrap();
+
+// Runs `code` under `isolation` with `timeout` (docs: the result above).
+Result<json::Value> execute(const Interpreter& python, std::string_view code, PythonIsolation isolation,
+                            std::chrono::milliseconds timeout, const std::string& helper);
+
+// The session tycli's flags ask for: --approve-python (`approve_python`),
+// --python-isolation host|strict (`isolation`; anything else is host), and
+// a terminal prompt when stdin and stderr are terminals.
+Session::Settings session_settings(bool approve_python, std::string_view isolation);
+
+// The native function (run: approval, then execute()).
+NativeFunction function();
+
+// For `tycli sandbox explain`: {"interpreter": {...} | null, "why": …,
+// "bubblewrap": {"path", "usable", "why"}, "strict": [layer names]}.
+json::Value explain();
+
+// tycli's internal re-exec entry, run inside bubblewrap in strict mode:
+//   tycli __python-contain --data-bytes N [--tree DIR]... -- PYTHON ARG...
+// Prepares the kernel layers for PYTHON (Landlock read on PYTHON, its
+// libraries and each DIR tree), forks, and the child runs hardening::contain()
+// and execs PYTHON; the helper waits and exits with the child's status
+// (128+N for signal N). Returns the exit code for main().
+inline constexpr std::string_view kContainEntry = "__python-contain";
+int contain_main(int argc, char** argv);
+
+}  // namespace taskyon::native::python

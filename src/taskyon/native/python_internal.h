@@ -1,0 +1,73 @@
+// Internals of executePython shared by python.cc (detection, host mode, the
+// call) and python_strict.cc (strict mode, the re-exec entry). Not a public
+// API.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "taskyon/base/error.h"
+#include "taskyon/native/python.h"
+#include "taskyon/sandbox/process.h"
+
+namespace taskyon::native::python::detail {
+
+// Starts `argv` (argv[0] an absolute path) with exactly `env`, in `workdir`
+// (empty: this process's), with pipes on 0/1/2 and no other descriptor, in
+// its own session (killed as a group), with a parent-death signal. No kernel
+// layers: host mode, detection, and bubblewrap (`no_new_privs`: set
+// PR_SET_NO_NEW_PRIVS before exec). The host ends are non-blocking.
+Result<std::unique_ptr<sandbox::Child>> spawn_plain(const std::vector<std::string>& argv,
+                                                    const std::vector<std::string>& env, const std::string& workdir,
+                                                    bool no_new_privs = false);
+
+// What a child wrote and how it ended.
+struct Collected {
+  std::string out, err;    // at most max_bytes each
+  bool truncated = false;  // a stream passed max_bytes: the group was killed
+  bool timed_out = false;  // the deadline passed: the group was killed
+  int wait_status = 0;     // as waitpid fills it
+};
+
+// Writes `input` to the child's stdin (then closes it), reads stdout and
+// stderr until the child exits, the deadline passes or a stream passes
+// `max_bytes`; then reaps the child (SIGKILL to its group first).
+Collected collect(sandbox::Child& child, std::string_view input, std::chrono::milliseconds timeout,
+                  std::size_t max_bytes);
+
+// A fresh private directory <TMPDIR or /tmp>/<prefix>XXXXXX (mode 0700),
+// removed with its contents on destruction.
+class ScratchDir {
+ public:
+  static Result<ScratchDir> make(std::string_view prefix);
+  ScratchDir(ScratchDir&& other) noexcept : path_(std::move(other.path_)) { other.path_.clear(); }
+  ScratchDir(const ScratchDir&) = delete;
+  ~ScratchDir();
+  const std::string& path() const { return path_; }
+
+ private:
+  explicit ScratchDir(std::string path) : path_(std::move(path)) {}
+  std::string path_;
+};
+
+// Starts the interpreter for a strict run (python_strict.cc): inside
+// bubblewrap and the helper when bubblewrap is usable, else contained
+// directly. `launcher` must outlive the child.
+Result<std::unique_ptr<sandbox::Child>> spawn_strict(const Interpreter& python, const std::string& helper,
+                                                     const std::string& workdir, sandbox::Launcher& launcher);
+
+// The first executable regular file `name` in the absolute directories of
+// `path_env` (a PATH value); empty when there is none.
+std::string find_on_path(std::string_view path_env, std::string_view name);
+
+// The first line of `text`.
+std::string first_line(std::string_view text);
+
+// The interpreter's command line in each mode (code on stdin).
+std::vector<std::string> python_argv(const Interpreter& python, PythonIsolation isolation);
+
+}  // namespace taskyon::native::python::detail

@@ -1,0 +1,345 @@
+// executePython under --python-isolation strict (docs/sandbox.md, "Native
+// Python"). Two arrangements, both ending in hardening::contain():
+//
+//   bubblewrap usable (user namespaces allowed, `bwrap` on PATH):
+//     host ──fork with the baseline steps only (own session, parent-death
+//     signal, descriptors, private cwd, no_new_privs, empty environment; bwrap
+//     cannot start under RLIMIT_FSIZE=0)──▶ bwrap (new user/net/ipc/uts/pid/cgroup namespaces,
+//     minimal read-only root, private /tmp, /proc, minimal /dev, no
+//     capabilities) ──▶ tycli __python-contain (this file's contain_main) ──fork,
+//     contain(): rlimits, descriptors, no_new_privs, Landlock, seccomp──▶ python3
+//   Landlock and seccomp forbid mount and unshare, so they cannot come before
+//   bwrap; they are applied inside it by our own helper, last before python.
+//
+//   no usable bubblewrap:
+//     host ──Launcher, the full contain() (namespaces, Landlock, seccomp, …)──▶ python3
+//
+// Landlock grants (both): read+execute the interpreter and its ELF loader;
+// read its shared libraries and /etc/ld.so.cache; read and list the trees of
+// its sys.path under -I -S (the stdlib and lib-dynload) and the directories
+// of its libraries (the system library directory: lib-dynload's extension
+// modules link libffi, libssl, libz, … from there). Nothing else: no /proc,
+// /tmp, /home, /etc; no write anywhere.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "taskyon/hardening/contain.h"
+#include "taskyon/hardening/probe.h"
+#include "taskyon/hardening/runtime_files.h"
+#include "taskyon/native/python_internal.h"
+
+namespace taskyon::native::python {
+
+using json::Value;
+
+namespace {
+
+constexpr std::chrono::milliseconds kProbeTimeout{10000};
+constexpr const char* kStrictEnv = "LANG=C.UTF-8";
+constexpr std::uint64_t kOpenFiles = 256;
+
+// Landlock (include/uapi/linux/landlock.h): rights for a directory tree.
+constexpr long kSysLandlockAddRule = 445;
+constexpr int kRulePathBeneath = 1;
+constexpr std::uint64_t kFsReadFile = 1ull << 2;
+constexpr std::uint64_t kFsReadDir = 1ull << 3;
+
+struct __attribute__((packed)) PathBeneathAttr {
+  std::uint64_t allowed_access;
+  std::int32_t parent_fd;
+};
+
+// Adds read + list rules for whole directory trees to a prepared ruleset.
+// hardening::landlock grants single files only; the stdlib is a tree whose
+// directories the import system lists (FileFinder), so it needs READ_DIR.
+Result<void> add_tree_rules(const hardening::Policy& policy, const std::vector<std::string>& trees) {
+  const auto* ruleset = policy.ruleset();
+  if (!ruleset) return {};  // no Landlock on this kernel: nothing to widen
+  for (const std::string& dir : trees) {
+    hardening::Fd fd(::open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (!fd) return fail(Errc::internal, fmt::format("Landlock: cannot open {}: {}", dir, std::strerror(errno)), dir);
+    PathBeneathAttr rule{kFsReadFile | kFsReadDir, fd.get()};
+    if (::syscall(kSysLandlockAddRule, ruleset->fd(), kRulePathBeneath, &rule, 0) != 0)
+      return fail(Errc::internal, fmt::format("Landlock: cannot add a rule for {}: {}", dir, std::strerror(errno)),
+                  dir);
+  }
+  return {};
+}
+
+std::string dirname_of(const std::string& path) {
+  const std::size_t slash = path.rfind('/');
+  return slash == 0 || slash == std::string::npos ? std::string("/") : path.substr(0, slash);
+}
+
+bool is_dir(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+std::string real(const std::string& path) {
+  char buf[PATH_MAX];
+  return ::realpath(path.c_str(), buf) ? std::string(buf) : std::string();
+}
+
+// What the strict interpreter may read beyond its executable and libraries.
+struct Reads {
+  std::vector<std::string> trees;  // read + list beneath
+  std::vector<std::string> files;  // read
+};
+
+Reads strict_reads(const Interpreter& python, const hardening::RuntimeFiles& files) {
+  Reads r;
+  std::set<std::string> seen;
+  auto tree = [&](const std::string& dir) {
+    const std::string resolved = real(dir);
+    if (!resolved.empty() && resolved != "/" && seen.insert(resolved).second) r.trees.push_back(resolved);
+  };
+  for (const std::string& entry : python.path) {
+    if (is_dir(entry)) {
+      tree(entry);
+    } else if (const std::string file = real(entry); !file.empty()) {
+      r.files.push_back(file);  // e.g. a zipped stdlib
+    }
+  }
+  for (const std::string& lib : files.libraries) tree(dirname_of(lib));
+  return r;
+}
+
+const hardening::Layers kAllLayers{};
+
+// The kernel layers for the interpreter itself (`namespaces`: false inside
+// bwrap, which made them already).
+Result<std::shared_ptr<const hardening::Policy>> python_policy(const std::string& executable, const Reads& reads,
+                                                               bool namespaces) {
+  hardening::Layers layers = kAllLayers;
+  layers.namespaces = namespaces;
+  auto policy = hardening::Policy::prepare(executable, reads.files, layers);
+  if (!policy) return std::unexpected(std::move(policy.error()));
+  if (auto added = add_tree_rules(**policy, reads.trees); !added) return std::unexpected(std::move(added.error()));
+  return policy;
+}
+
+bool under(const std::string& path, const std::set<std::string>& roots) {
+  for (const std::string& root : roots)
+    if (path == root || path.starts_with(root + "/")) return true;
+  return false;
+}
+
+// bwrap's namespaces and the system part of its minimal root: /usr read-only,
+// the top-level /bin, /lib… as the host has them (symlinks into /usr on a
+// merged-/usr system), the loader cache, private /tmp, /proc and a minimal
+// /dev. `bound` receives the directories the root holds.
+std::vector<std::string> bwrap_root(const std::string& bwrap, std::set<std::string>& bound) {
+  std::vector<std::string> a = {bwrap,         "--unshare-all",  "--die-with-parent", "--new-session",
+                                "--clearenv",  "--cap-drop",     "ALL",               "--hostname",
+                                "sandbox",     "--uid",          "1000",              "--gid",
+                                "1000",        "--tmpfs",        "/tmp",              "--proc",
+                                "/proc",       "--dev",          "/dev",              "--ro-bind",
+                                "/usr",        "/usr"};
+  bound = {"/usr"};  // not /tmp: a file bound below it (tycli in a build tree) must stay visible
+  for (const char* top : {"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}) {
+    struct stat st {};
+    if (::lstat(top, &st) != 0) continue;
+    if (S_ISLNK(st.st_mode)) {
+      char target[PATH_MAX];
+      const ssize_t n = ::readlink(top, target, sizeof target - 1);
+      if (n <= 0) continue;
+      a.insert(a.end(), {"--symlink", std::string(target, static_cast<std::size_t>(n)), top});
+    } else if (S_ISDIR(st.st_mode)) {
+      a.insert(a.end(), {"--ro-bind", top, top});
+      bound.insert(top);
+    }
+  }
+  a.insert(a.end(), {"--ro-bind-try", "/etc/ld.so.cache", "/etc/ld.so.cache"});
+  return a;
+}
+
+// bwrap's command line: the minimal root plus the interpreter's files and
+// the helper; then the helper, which contains python3.
+std::vector<std::string> bwrap_argv(const std::string& bwrap, const std::string& helper,
+                                    const hardening::RuntimeFiles& python_files,
+                                    const hardening::RuntimeFiles& helper_files, const Reads& reads,
+                                    const std::vector<std::string>& python_argv) {
+  std::set<std::string> bound;
+  std::vector<std::string> a = bwrap_root(bwrap, bound);
+  std::vector<std::string> paths = {python_files.executable, python_files.interpreter, helper_files.executable,
+                                    helper_files.interpreter};
+  paths.insert(paths.end(), python_files.libraries.begin(), python_files.libraries.end());
+  paths.insert(paths.end(), helper_files.libraries.begin(), helper_files.libraries.end());
+  paths.insert(paths.end(), reads.trees.begin(), reads.trees.end());
+  paths.insert(paths.end(), reads.files.begin(), reads.files.end());
+  for (const std::string& p : paths) {
+    if (p.empty() || under(p, bound)) continue;
+    a.insert(a.end(), {"--ro-bind", p, p});
+    bound.insert(p);
+  }
+  a.insert(a.end(), {"--chdir", "/tmp", "--", helper, std::string(kContainEntry), "--data-bytes",
+                     std::to_string(kStrictDataBytes)});
+  for (const std::string& t : reads.trees) a.insert(a.end(), {"--tree", t});
+  for (const std::string& f : reads.files) a.insert(a.end(), {"--file", f});
+  a.push_back("--");
+  a.insert(a.end(), python_argv.begin(), python_argv.end());
+  return a;
+}
+
+}  // namespace
+
+namespace detail {
+
+Result<std::unique_ptr<sandbox::Child>> spawn_strict(const Interpreter& python, const std::string& helper,
+                                                     const std::string& workdir, sandbox::Launcher& launcher) {
+  const auto argv = python_argv(python, PythonIsolation::strict);
+  auto python_files = hardening::runtime_files(python.executable);
+  if (!python_files) return std::unexpected(std::move(python_files.error()));
+  const Reads reads = strict_reads(python, *python_files);
+  const hardening::rlimits::Limits limits{.data_bytes = kStrictDataBytes, .open_files = kOpenFiles};
+  const Bubblewrap& bw = bubblewrap();
+
+  if (bw.path.empty()) {
+    auto policy = python_policy(python.executable, reads, /*namespaces=*/true);
+    if (!policy) return std::unexpected(std::move(policy.error()));
+    return launcher.spawn({.policy = *policy, .argv = argv, .env = {kStrictEnv}, .workdir = workdir, .limits = limits});
+  }
+
+  const std::string helper_path = real(helper.empty() ? "/proc/self/exe" : helper);
+  if (helper_path.empty())
+    return fail(Errc::runtime_missing, fmt::format("the strict-mode helper {} does not resolve", helper));
+  auto helper_files = hardening::runtime_files(helper_path);
+  if (!helper_files) return std::unexpected(std::move(helper_files.error()));
+  // bwrap itself gets the baseline only (own session and process group,
+  // parent-death signal, pipes only, private cwd, no_new_privs, empty
+  // environment): it cannot run under RLIMIT_FSIZE=0, Landlock or seccomp.
+  // The helper applies the resource limits and kernel layers inside it.
+  return spawn_plain(bwrap_argv(bw.path, helper_path, *python_files, *helper_files, reads, argv), {}, workdir,
+                     /*no_new_privs=*/true);
+}
+
+}  // namespace detail
+
+const Bubblewrap& bubblewrap() {
+  static const Bubblewrap found = [] {
+    Bubblewrap b;
+    const char* path_env = std::getenv("PATH");
+    const std::string bwrap = detail::find_on_path(path_env ? path_env : "", "bwrap");
+    if (bwrap.empty()) {
+      b.why = "bwrap is not on PATH (Debian package bubblewrap)";
+      return b;
+    }
+    if (const auto& machine = hardening::support(); !machine.user_namespaces) {
+      b.why = "user namespaces are not allowed here: " + machine.namespaces_error;
+      return b;
+    }
+    // The probe builds a root as strict runs do and runs bwrap itself in it.
+    std::set<std::string> bound;
+    std::vector<std::string> argv = bwrap_root(bwrap, bound);
+    if (!under(bwrap, bound)) argv.insert(argv.end(), {"--ro-bind", bwrap, bwrap});
+    argv.insert(argv.end(), {"--", bwrap, "--version"});
+    auto child = detail::spawn_plain(argv, {}, "");
+    if (!child) {
+      b.why = child.error().message;
+      return b;
+    }
+    const auto c = detail::collect(**child, "", kProbeTimeout, 64 * 1024);
+    if (c.timed_out || !WIFEXITED(c.wait_status) || WEXITSTATUS(c.wait_status) != 0) {
+      b.why = fmt::format("{} cannot build a sandbox here: {}", bwrap,
+                          c.err.empty() ? sandbox::describe_wait_status(c.wait_status) : detail::first_line(c.err));
+      return b;
+    }
+    b.path = bwrap;
+    return b;
+  }();
+  return found;
+}
+
+Value explain() {
+  const auto& found = interpreter();
+  const Bubblewrap& bw = bubblewrap();
+  Value out = {{"native", kPythonId}};
+  if (found) {
+    out["interpreter"] = {{"command", found->command},
+                          {"executable", found->executable},
+                          {"version", found->version},
+                          {"sysPath", found->path}};
+  } else {
+    out["interpreter"] = Value();
+    out["why"] = found.error().message;
+  }
+  out["bubblewrap"] = {{"path", bw.path}, {"usable", !bw.path.empty()}, {"why", bw.why}};
+  out["strict"] = bw.path.empty()
+                      ? fmt::format("the sandbox kernel layers around python3; no bubblewrap ({})", bw.why)
+                      : std::string("bubblewrap (minimal read-only root, private /tmp, no network) and, inside it, "
+                                    "the sandbox kernel layers around python3");
+  out["host"] = "python3 -I with your own OS permissions: timeout, minimal environment, bounded output, "
+                "process-group kill — no containment";
+  return out;
+}
+
+int contain_main(int argc, char** argv) {
+  // tycli __python-contain --data-bytes N [--tree DIR]... [--file F]... -- PYTHON ARG...
+  Reads reads;
+  std::uint64_t data_bytes = kStrictDataBytes;
+  std::vector<std::string> python_argv;
+  int i = 2;
+  for (; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == "--") break;
+    if (i + 1 >= argc) break;
+    if (arg == "--data-bytes") {
+      data_bytes = std::strtoull(argv[++i], nullptr, 10);
+    } else if (arg == "--tree") {
+      reads.trees.emplace_back(argv[++i]);
+    } else if (arg == "--file") {
+      reads.files.emplace_back(argv[++i]);
+    } else {
+      break;
+    }
+  }
+  if (i >= argc || std::string_view(argv[i]) != "--" || i + 1 >= argc) {
+    std::fprintf(stderr, "taskyon: %s: usage: --data-bytes N [--tree DIR]... [--file F]... -- PYTHON ARG...\n",
+                 kContainEntry.data());
+    return 125;
+  }
+  for (++i; i < argc; ++i) python_argv.emplace_back(argv[i]);
+
+  auto policy = python_policy(python_argv.front(), reads, /*namespaces=*/false);
+  if (!policy) {
+    std::fprintf(stderr, "taskyon: %s: %s\n", kContainEntry.data(), policy.error().describe().c_str());
+    return 125;
+  }
+  const int in = ::fcntl(0, F_DUPFD_CLOEXEC, 3), out = ::fcntl(1, F_DUPFD_CLOEXEC, 3),
+            err = ::fcntl(2, F_DUPFD_CLOEXEC, 3);
+  auto containment = hardening::Containment::prepare(
+      *policy,
+      {.argv = python_argv, .env = {kStrictEnv}, .workdir = "/tmp",
+       .limits = {.data_bytes = data_bytes, .open_files = kOpenFiles}},
+      {in, out, err});
+  if (!containment || in < 0 || out < 0 || err < 0) {
+    std::fprintf(stderr, "taskyon: %s: cannot prepare the containment\n", kContainEntry.data());
+    return 125;
+  }
+  const pid_t pid = ::fork();
+  if (pid < 0) return 125;
+  if (pid == 0) hardening::contain(**containment);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) return 125;
+  }
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return 125;
+}
+
+}  // namespace taskyon::native::python
