@@ -5,11 +5,15 @@
 // 3 the environment failed (database, files, missing runtime, our bug).
 #pragma once
 
+#include <memory>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
 #include "taskyon/base/error.h"
+#include "taskyon/invoke/capabilities.h"
+#include "taskyon/sandbox/pool.h"
 #include "taskyon/json/json.h"
 #include "taskyon/store/store.h"
 
@@ -23,6 +27,10 @@ inline constexpr int kExitEnvironment = 3;
 struct Globals {
   std::string db_path;  // --db; empty: the default location
   bool json = false;    // --json: machine-readable output on stdout
+  // Capability decisions of `call` and `run` (host.cc):
+  bool ask = false;                            // --ask: put a missing fetch grant to the user on a TTY
+  std::vector<std::string> fetch_allow_cidr;   // --fetch-allow-cidr: TEST-ONLY address admission
+  std::string fetch_ca_file;                   // --fetch-ca-file: TEST-ONLY trust anchors
   int exit_code = kExitOk;
 };
 
@@ -48,6 +56,30 @@ void print_json(const taskyon::json::Value& value);
 // "sha256:0123456789ab" (the first 12 hex digits), for tables.
 std::string short_id(const std::string& id);
 
+// The capability options of a call from the global options: the test-only
+// network admission and, with --ask on a terminal, a prompt that records a
+// grant. Errc::bad_usage for a bad CIDR or an unreadable CA file.
+taskyon::Result<taskyon::invoke::CapabilityOptions> capability_options(const Globals& g);
+
+// The sandbox pool of one command. Every destruction (the pool's own at the
+// end included) is appended to the store's sandbox log (`tycli sandbox log`).
+class LoggedPool {
+ public:
+  LoggedPool(taskyon::store::Store& store, taskyon::sandbox::RuntimeConfig config);
+  ~LoggedPool();  // destroys the pool and its sandboxes, then writes what is left of the log
+  LoggedPool(const LoggedPool&) = delete;
+  LoggedPool& operator=(const LoggedPool&) = delete;
+
+  taskyon::sandbox::Pool& pool() { return *pool_; }
+  void flush();  // appends the destructions recorded since the last flush
+
+ private:
+  struct Pending;
+  taskyon::store::Store& store_;
+  std::shared_ptr<Pending> pending_;
+  std::unique_ptr<taskyon::sandbox::Pool> pool_;
+};
+
 void add_tool_commands(CLI::App& app, Globals& g);
 void add_call_command(CLI::App& app, Globals& g);
 void add_run_command(CLI::App& app, Globals& g);
@@ -55,6 +87,18 @@ void add_task_commands(CLI::App& app, Globals& g);
 void add_chat_commands(CLI::App& app, Globals& g);
 void add_policy_commands(CLI::App& app, Globals& g);
 void add_sandbox_commands(CLI::App& app, Globals& g);
+// Grants, secrets, audit, settings and popups (cmd_grant.cc, cmd_secret.cc,
+// cmd_audit.cc, cmd_settings.cc, cmd_popup.cc).
+void add_grant_commands(CLI::App& app, Globals& g);
+void add_secret_commands(CLI::App& app, Globals& g);
+void add_audit_command(CLI::App& app, Globals& g);
+void add_settings_commands(CLI::App& app, Globals& g);
+void add_popup_commands(CLI::App& app, Globals& g);
+// `tycli sandbox log` under the given `sandbox` subcommand (cmd_audit.cc).
+void add_sandbox_log_command(CLI::App& sandbox, Globals& g);
+// Who records a grant, secret or trust: the OS user running tycli.
+std::string os_user_name();
+void add_diagnostics_commands(CLI::App& app, Globals& g);
 
 }  // namespace tycli
 

@@ -8,6 +8,8 @@
 
 #include "cli.h"
 #include "taskyon/invoke/invoke.h"
+#include "taskyon/native/python.h"
+#include "taskyon/sandbox/runtime.h"
 #include "taskyon/tasks/compiler.h"
 
 namespace tycli {
@@ -24,6 +26,9 @@ struct CallArgs {
   long long timeout_ms = 10000;
   bool verbose = false;
   bool disposable = false;
+  bool approve_python = false;          // P2, for this process only
+  std::string python_isolation = "host";
+  std::string js_runtime;               // --js-runtime node|deno; empty: config file, else node
 };
 
 Value invocation_json(const taskyon::invoke::Invocation& inv) {
@@ -72,6 +77,8 @@ int call(Globals& g, const CallArgs& a) {
   if (a.timeout_ms <= 0)
     return report(g, {taskyon::Errc::bad_usage, "--timeout must be a positive number of milliseconds", "--timeout"});
 
+  auto capabilities = capability_options(g);
+  if (!capabilities) return report(g, capabilities.error());
   auto st = open_store(g);
   if (!st) return report(g, st.error());
 
@@ -92,9 +99,16 @@ int call(Globals& g, const CallArgs& a) {
     }
   }
 
-  sandbox::Pool pool;
+  sandbox::RuntimeConfig runtime;
+  if (auto selected = sandbox::select_runtime(runtime, a.js_runtime, sandbox::config_file_path()); !selected)
+    return report(g, selected.error());
+  LoggedPool hosted(*st, runtime);
+  sandbox::Pool& pool = hosted.pool();
   taskyon::invoke::Options options{std::chrono::milliseconds(a.timeout_ms),
                                    a.disposable ? sandbox::Mode::disposable : sandbox::Mode::retained};
+  options.capabilities = std::move(*capabilities);
+  taskyon::native::Session natives(taskyon::native::python::session_settings(a.approve_python, a.python_isolation));
+  options.natives = &natives;
   int exit = kExitOk;
   for (const auto& c : calls) {
     auto inv = taskyon::invoke::run_call(*st, pool, c, options);
@@ -104,6 +118,7 @@ int call(Globals& g, const CallArgs& a) {
     else
       print_human(*inv, a.verbose);
     if (!inv->ok()) exit = kExitToolFailed;
+    hosted.flush();
   }
   if (a.verbose && !g.json)
     for (const auto& d : pool.destructions())
@@ -122,8 +137,16 @@ void add_call_command(CLI::App& app, Globals& g) {
       ->allow_extra_args(false);
   c->add_option("--task", a->task, "re-run a stored call on its pinned revision");
   c->add_option("--timeout", a->timeout_ms, "per call, in ms (default 10000)");
+  c->add_option("--js-runtime", a->js_runtime,
+                "node (default) or deno; overrides \"jsRuntime\" in $TASKYON_HOME/config.json");
   c->add_flag("--verbose", a->verbose, "show task ids, pinned revisions and the sandbox's life");
   c->add_flag("--disposable", a->disposable, "run each call in a fresh sandbox, destroyed after it");
+  c->add_flag("--approve-python", a->approve_python,
+              "approve executePython for this process without a prompt (it runs with your OS permissions unless "
+              "--python-isolation strict)");
+  c->add_option("--python-isolation", a->python_isolation,
+                "host (default: your OS permissions) or strict (sandbox kernel layers + bubblewrap)")
+      ->check(CLI::IsMember({"host", "strict"}));
   c->callback([&g, a] { g.exit_code = guarded(g, [&] { return call(g, *a); }); });
 }
 

@@ -9,6 +9,8 @@
 
 #include "cli.h"
 #include "taskyon/invoke/conversation.h"
+#include "taskyon/native/python.h"
+#include "taskyon/sandbox/runtime.h"
 #include "tree.h"
 
 namespace tycli {
@@ -20,6 +22,9 @@ namespace invoke = taskyon::invoke;
 struct RunArgs {
   std::string file;
   long long timeout_ms = 10000;
+  bool approve_python = false;          // P2, for this process only
+  std::string python_isolation = "host";
+  std::string js_runtime;               // --js-runtime node|deno; empty: config file, else node
 };
 
 Value step_json(const invoke::Step& s) {
@@ -45,8 +50,19 @@ int run(Globals& g, const RunArgs& a) {
   }
   auto st = open_store(g);
   if (!st) return report(g, st.error());
-  taskyon::sandbox::Pool pool;
-  auto result = invoke::run_conversation(*st, pool, *entries, {std::chrono::milliseconds(a.timeout_ms)});
+  taskyon::sandbox::RuntimeConfig runtime;
+  if (auto selected = taskyon::sandbox::select_runtime(runtime, a.js_runtime, taskyon::sandbox::config_file_path());
+      !selected)
+    return report(g, selected.error());
+  auto capabilities = capability_options(g);
+  if (!capabilities) return report(g, capabilities.error());
+  LoggedPool hosted(*st, runtime);
+  taskyon::sandbox::Pool& pool = hosted.pool();
+  taskyon::native::Session natives(taskyon::native::python::session_settings(a.approve_python, a.python_isolation));
+  invoke::Options options{std::chrono::milliseconds(a.timeout_ms)};
+  options.capabilities = std::move(*capabilities);
+  options.natives = &natives;
+  auto result = invoke::run_conversation(*st, pool, *entries, options);
   if (!result) {
     auto e = result.error();
     e.where = a.file + ": " + e.where;
@@ -98,6 +114,14 @@ void add_run_command(CLI::App& app, Globals& g) {
       ->required()
       ->check(CLI::ExistingFile);
   r->add_option("--timeout", a->timeout_ms, "per call, in ms (default 10000)");
+  r->add_option("--js-runtime", a->js_runtime,
+                "node (default) or deno; overrides \"jsRuntime\" in $TASKYON_HOME/config.json");
+  r->add_flag("--approve-python", a->approve_python,
+              "approve executePython for this process without a prompt (it runs with your OS permissions unless "
+              "--python-isolation strict)");
+  r->add_option("--python-isolation", a->python_isolation,
+                "host (default: your OS permissions) or strict (sandbox kernel layers + bubblewrap)")
+      ->check(CLI::IsMember({"host", "strict"}));
   r->callback([&g, a] { g.exit_code = guarded(g, [&] { return run(g, *a); }); });
 }
 

@@ -11,7 +11,9 @@
 
 #include "cli.h"
 #include "taskyon/hardening/probe.h"
+#include "taskyon/native/python.h"
 #include "taskyon/sandbox/pool.h"
+#include "taskyon/sandbox/runtime.h"
 #include "taskyon/sandbox/sandbox.h"
 
 namespace tycli {
@@ -22,8 +24,49 @@ namespace hardening = taskyon::hardening;
 namespace sandbox = taskyon::sandbox;
 
 struct ExplainArgs {
-  std::string node;  // empty: the first `node` on PATH
+  std::string node;        // empty: the first `node` on PATH
+  std::string js_runtime;  // --js-runtime; empty: $TASKYON_HOME/config.json, else node
 };
+
+// Which JS runtime `tycli call`/`run` would use (flag, then config file, then
+// node) and where it was found; for Deno also what its children get.
+Value js_runtime_json(const ExplainArgs& a) {
+  sandbox::RuntimeConfig config;
+  config.node_path = a.node;
+  const std::string file = sandbox::config_file_path();
+  Value out = {{"configFile", file}};
+  if (auto selected = sandbox::select_runtime(config, a.js_runtime, file); !selected) {
+    out["error"] = selected.error().describe();
+    return out;
+  }
+  out["selected"] = std::string(sandbox::js_runtime_name(config.runtime));
+  auto located = sandbox::locate_runtime(config);
+  if (!located) {
+    out["error"] = located.error().message;
+    return out;
+  }
+  out["path"] = located->path;
+  out["foundIn"] = located->source;
+  if (config.runtime == sandbox::JsRuntime::deno) {
+    auto policy = sandbox::deno_policy(located->path);
+    if (!policy) {
+      out["error"] = policy.error().describe();
+      return out;
+    }
+    Value argv = Value::array();
+    for (const std::string& arg : sandbox::deno_argv(located->path, config)) {
+      argv.push_back(arg.starts_with("data:") ? std::string("<harness: src/guest/deno/harness.js as a data: URL>")
+                                              : arg);
+    }
+    const auto limits = sandbox::deno_limits(config);
+    out["argv"] = argv;
+    out["environment"] = sandbox::deno_env("<sandbox directory>/deno");
+    out["landlock"] = {{"readExecute", (*policy)->grants().read_execute}, {"read", (*policy)->grants().read}};
+    out["seccompExceptions"] = Value::array({"socketpair(AF_UNIX, SOCK_STREAM)"});
+    out["limits"] = {{"dataBytes", limits.data_bytes}, {"openFiles", limits.open_files}};
+  }
+  return out;
+}
 
 std::string kernel_release() {
   struct utsname uts {};
@@ -67,7 +110,9 @@ int explain(Globals& g, const ExplainArgs& a) {
                  {"landlockAbi", support.landlock_abi},
                  {"layers", Value::array()},
                  {"warnings", warnings},
-                 {"node", node}};
+                 {"node", node},
+                 {"jsRuntime", js_runtime_json(a)},
+                 {"python", taskyon::native::python::explain()}};
     for (const auto& layer : layers) {
       out["layers"].push_back({{"id", layer.id},
                                {"name", layer.name},
@@ -105,6 +150,44 @@ int explain(Globals& g, const ExplainArgs& a) {
                              node["limits"]["dataBytes"].get<std::uint64_t>() >> 20,
                              node["limits"]["openFiles"].get<std::uint64_t>());
   }
+  const Value py = taskyon::native::python::explain();
+  std::string strict_layers;
+  for (const auto& layer : py.value("strict", Value::array()))
+    strict_layers += (strict_layers.empty() ? "" : ", ") + (layer.is_string() ? layer.get<std::string>() : layer.dump());
+  const Value bwrap = py.value("bubblewrap", Value::object());
+  std::cout << fmt::format("\nexecutePython: {}\n  --python-isolation strict: {}\n  bubblewrap: {}\n",
+                           py["interpreter"].is_null() ? "not offered (" + py.value("why", std::string("?")) + ")"
+                                                       : py["interpreter"].value("executable", std::string("?")),
+                           strict_layers.empty() ? std::string("-") : strict_layers,
+                           bwrap.value("usable", false) ? bwrap.value("path", std::string("usable"))
+                                                        : "not used: " + bwrap.value("why", std::string("missing")));
+  const Value js = js_runtime_json(a);
+  if (js.contains("error")) {
+    std::cout << fmt::format("\nJS runtime for tycli call/run: {} ({})\n", js.value("selected", "unknown"),
+                             js["error"].get<std::string>());
+  } else {
+    std::cout << fmt::format("\nJS runtime for tycli call/run: {}, found in {}: {}\n",
+                             js["selected"].get<std::string>(), js["foundIn"].get<std::string>(),
+                             js["path"].get<std::string>());
+    std::cout << fmt::format("  chosen by    --js-runtime, else \"jsRuntime\" in {}, else node\n",
+                             js["configFile"].get<std::string>());
+  }
+  if (js.contains("argv")) {
+    std::string argv;
+    for (const auto& arg : js["argv"]) argv += (argv.empty() ? "" : " ") + arg.get<std::string>();
+    std::cout << fmt::format("  argv         {}\n", argv);
+    std::string env;
+    for (const auto& entry : js["environment"]) env += (env.empty() ? "" : " ") + entry.get<std::string>();
+    std::cout << fmt::format("  environment  {}\n", env);
+    for (const auto& path : js["landlock"]["readExecute"]) {
+      std::cout << fmt::format("  read+exec    {}\n", path.get<std::string>());
+    }
+    for (const auto& path : js["landlock"]["read"]) std::cout << fmt::format("  read         {}\n", path.get<std::string>());
+    std::cout << "  seccomp      as for Node, except socketpair(AF_UNIX, SOCK_STREAM) (tokio's signal driver)\n";
+    std::cout << fmt::format("  limits       RLIMIT_DATA {} MiB, RLIMIT_NOFILE {}, RLIMIT_FSIZE 0, RLIMIT_CORE 0\n",
+                             js["limits"]["dataBytes"].get<std::uint64_t>() >> 20,
+                             js["limits"]["openFiles"].get<std::uint64_t>());
+  }
   for (const auto& warning : warnings) std::cerr << fmt::format("tycli: warning: {}\n", warning);
   return kExitOk;
 }
@@ -119,7 +202,10 @@ void add_sandbox_commands(CLI::App& app, Globals& g) {
                                 "list the hardening layers of sandbox children: active on this machine or not, "
                                 "and what each denies");
   ex->add_option("--node", ea->node, "the Node executable to describe (default: `node` on PATH)");
+  ex->add_option("--js-runtime", ea->js_runtime,
+                 "node or deno: the runtime to describe (default: as tycli call would choose)");
   ex->callback([&g, ea] { g.exit_code = guarded(g, [&] { return explain(g, *ea); }); });
+  add_sandbox_log_command(*sb, g);
 }
 
 }  // namespace tycli

@@ -16,7 +16,7 @@ int show(Globals& g, const std::string& ref) {
   auto t = st->task(ref);  // verified: a tampered row is an integrity error, never shown as valid
   if (!t) return report(g, t.error());
   if (g.json) {
-    print_json(task_json(*t));
+    print_json(taskyon::tasks::task_json(*t));
     return kExitOk;
   }
   std::cout << "id        " << t->id << "\n"

@@ -5,8 +5,12 @@
 #include <CLI/CLI.hpp>
 
 #include "cli.h"
+#include "taskyon/native/python.h"
 
 int main(int argc, char** argv) {
+  // Internal re-exec entry of --python-isolation strict, run inside bubblewrap (native/python.h).
+  if (argc > 1 && argv[1] == taskyon::native::python::kContainEntry)
+    return taskyon::native::python::contain_main(argc, argv);
   tycli::Globals g;
   CLI::App app{"tycli: Taskyon's tool registry, task compiler and sandbox host"};
   app.set_version_flag("--version", "tycli 0.1.0");
@@ -16,6 +20,13 @@ int main(int argc, char** argv) {
                  "SQLite store (default $TASKYON_HOME/taskyon.db; TASKYON_HOME defaults to "
                  "$XDG_DATA_HOME/taskyon, else ~/.local/share/taskyon)");
   app.add_flag("--json", g.json, "machine-readable JSON output on stdout");
+  app.add_flag("--ask", g.ask, "call/run: on a terminal, ask before denying a fetch no grant allows (the answer is "
+                               "recorded as a grant)");
+  app.add_option("--fetch-allow-cidr", g.fetch_allow_cidr,
+                 "TEST ONLY: admit fetches to addresses in this block (e.g. a loopback test server); repeatable")
+      ->group("Test-only");
+  app.add_option("--fetch-ca-file", g.fetch_ca_file, "TEST ONLY: trust these PEM anchors instead of the system's")
+      ->group("Test-only");
 
   tycli::add_tool_commands(app, g);
   tycli::add_call_command(app, g);
@@ -24,6 +35,12 @@ int main(int argc, char** argv) {
   tycli::add_task_commands(app, g);
   tycli::add_chat_commands(app, g);
   tycli::add_policy_commands(app, g);
+  tycli::add_grant_commands(app, g);
+  tycli::add_secret_commands(app, g);
+  tycli::add_audit_command(app, g);
+  tycli::add_settings_commands(app, g);
+  tycli::add_popup_commands(app, g);
+  tycli::add_diagnostics_commands(app, g);
 
   try {
     app.parse(argc, argv);

@@ -12,8 +12,6 @@ namespace {
 using taskyon::json::Value;
 namespace tasks = taskyon::tasks;
 
-Value optional(const std::optional<std::string>& s) { return s ? Value(*s) : Value(); }
-
 std::string clip(std::string text, std::size_t max = 60) {
   for (auto& c : text)
     if (c == '\n' || c == '\r' || c == '\t') c = ' ';
@@ -39,17 +37,6 @@ taskyon::Result<void> print_below(taskyon::store::Store& store, const tasks::Tas
 }
 
 }  // namespace
-
-Value task_json(const tasks::Task& t) {
-  return {{"id", t.id},
-          {"parentId", optional(t.parent_id)},
-          {"role", tasks::role_name(t.role)},
-          {"state", tasks::state_name(t.state)},
-          {"labels", t.labels},
-          {"content", t.content},
-          {"toolRevision", optional(t.tool_revision)},
-          {"settingsRevision", optional(t.settings_revision)}};
-}
 
 std::string task_line(const tasks::Task& t) {
   const auto head = fmt::format("{} {:<9}", short_id(t.id), tasks::role_name(t.role));
@@ -81,7 +68,7 @@ taskyon::Result<void> print_tree(taskyon::store::Store& store, const tasks::Task
 }
 
 taskyon::Result<Value> tree_json(taskyon::store::Store& store, const tasks::Task& root) {
-  Value node = task_json(root);
+  Value node = tasks::task_json(root);
   node["children"] = Value::array();
   auto children = store.children(root.id);
   if (!children) return std::unexpected(children.error());

@@ -10,10 +10,6 @@
 
 namespace tycli {
 
-// The task as JSON: {"id", "parentId", "role", "state", "labels", "content",
-// "toolRevision", "settingsRevision"} (absent values null).
-taskyon::json::Value task_json(const taskyon::tasks::Task& task);
-
 // One line for a task: short id, role, and what it holds (message text,
 // call and pinned revision, result, definition and its revision).
 std::string task_line(const taskyon::tasks::Task& task);
@@ -23,7 +19,7 @@ std::string task_line(const taskyon::tasks::Task& task);
 taskyon::Result<void> print_tree(taskyon::store::Store& store, const taskyon::tasks::Task& root,
                                  const std::function<std::string(const taskyon::tasks::Task&)>& mark);
 
-// The tree under `root` as nested JSON: task_json plus "children".
+// The tree under `root` as nested JSON: tasks::task_json plus "children".
 taskyon::Result<taskyon::json::Value> tree_json(taskyon::store::Store& store, const taskyon::tasks::Task& root);
 
 }  // namespace tycli

@@ -32,24 +32,30 @@ Result<tasks::Task> result_task(const tasks::Task& call, const sandbox::CallOutc
   return t;
 }
 
-Result<tasks::ResolvedTool> pinned_tool(store::Store& store, const tasks::Task& call) {
+// The call's pinned tool; `lineage` receives the lineage of the call's parent.
+Result<tasks::ResolvedTool> pinned_tool(store::Store& store, const tasks::Task& call,
+                                        std::vector<tasks::Task>& lineage) {
+  if (call.parent_id) {
+    auto found = store.lineage(*call.parent_id);
+    if (!found) return std::unexpected(found.error());
+    lineage = std::move(*found);
+  }
   const auto& pin = *call.tool_revision;
   auto registered = store.revision(pin);
   if (registered)
     return tasks::ResolvedTool{registered->id, call.settings_revision.value_or(registry::empty_settings_revision()),
                                std::move(registered->manifest)};
   if (registered.error().code != Errc::not_found || !call.parent_id) return std::unexpected(registered.error());
-  auto lineage = store.lineage(*call.parent_id);
-  if (!lineage) return std::unexpected(lineage.error());
-  return tasks::pinned_in_lineage(pin, *lineage, store.resolver());
+  return tasks::pinned_in_lineage(pin, lineage, store.resolver());
 }
 
 // Runs a trusted-native tool in the host: host authority, no sandbox (R6).
-sandbox::CallOutcome run_native(const native::NativeFunction& fn, const json::Value& args) {
+sandbox::CallOutcome run_native(const native::NativeFunction& fn, const json::Value& args,
+                                const native::Context& context) {
   const auto started = std::chrono::steady_clock::now();
   sandbox::CallOutcome out;
   try {
-    auto value = fn.run(args);
+    auto value = fn.run(args, context);
     if (value) {
       out.value = std::move(*value);
     } else {
@@ -64,23 +70,71 @@ sandbox::CallOutcome run_native(const native::NativeFunction& fn, const json::Va
   return out;
 }
 
+// An HTTPS JSON endpoint (DESIGN §3, external service): the arguments are
+// POSTed as JSON through the same mediated fetch, policy, grant (write on the
+// endpoint's origin for this revision) and audit as sandboxed code's fetch;
+// a 2xx JSON response is the result, anything else a tool error.
+sandbox::CallOutcome call_https_service(const std::string& revision, const registry::Manifest& m,
+                                        const json::Value& args, const Options& options,
+                                        sandbox::Capabilities* capabilities) {
+  const auto started = std::chrono::steady_clock::now();
+  sandbox::CallOutcome out;
+  out.status = sandbox::Status::tool_error;
+  const json::Value request = {
+      {"url", m.service["https"]["url"]},
+      {"method", "POST"},
+      {"headers", json::Value::array({json::Value::array({"content-type", "application/json"}),
+                                      json::Value::array({"accept", "application/json"})})},
+      {"body", base64_encode(args.dump())}};
+  auto reply = capabilities->handle(revision, sandbox::CapabilityOp::fetch, request, options.cancel,
+                                    started + options.timeout);
+  out.duration = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);
+  if (!reply.ok()) {
+    out.status = *reply.code == "timeout" ? sandbox::Status::timeout
+                 : *reply.code == "cancelled" ? sandbox::Status::cancelled
+                                              : sandbox::Status::tool_error;
+    out.error = fmt::format("{}: {}", *reply.code, reply.message);
+    return out;
+  }
+  const int status = reply.value["status"].get<int>();
+  const std::string body = base64_decode(reply.value["body"].get<std::string>()).value_or("");
+  if (status < 200 || status > 299) {
+    out.error = fmt::format("the endpoint answered HTTP {}: {}", status, body.substr(0, 300));
+    return out;
+  }
+  auto value = json::parse(body);
+  if (!value) {
+    out.error = "the endpoint's answer is not JSON: " + value.error().message;
+    return out;
+  }
+  out.status = sandbox::Status::ok;
+  out.value = std::move(*value);
+  return out;
+}
+
 // Dispatches on the execution class (DESIGN §3).
 Result<sandbox::CallOutcome> execute(const tasks::ResolvedTool& tool, const json::Value& args, sandbox::Pool& pool,
-                                     const Options& options) {
+                                     const Options& options, sandbox::Capabilities* capabilities) {
   const auto& m = tool.manifest;
   switch (m.execution) {
     case registry::Execution::sandboxed_code: {
       sandbox::CallRequest request;
-      request.tool = {tool.revision, m.code};
+      request.tool = {tool.revision, m.code, m.name};
       request.args = args;
       request.timeout = options.timeout;
       request.mode = options.mode;
+      request.capabilities = capabilities;
+      request.cancel = options.cancel;
       return pool.call(request);
     }
     case registry::Execution::trusted_native: {
       const auto* fn = native::find(m.native);
-      if (!fn) return fail(Errc::not_found, fmt::format("R5: this host has no native function \"{}\"", m.native), tool.revision);
-      return run_native(*fn, args);
+      if (!fn) {
+        // P1: a native this host has but does not offer on this machine (executePython without python3).
+        if (auto why = native::unavailable(m.native)) return fail(Errc::runtime_missing, *why, tool.revision);
+        return fail(Errc::not_found, fmt::format("R5: this host has no native function \"{}\"", m.native), tool.revision);
+      }
+      return run_native(*fn, args, {options.timeout, options.natives});
     }
     case registry::Execution::external_service: {
       if (m.service.contains("mcp")) {
@@ -89,11 +143,7 @@ Result<sandbox::CallOutcome> execute(const tasks::ResolvedTool& tool, const json
                                    mcp["tool"].get<std::string>(), args, mcp.value("outputSchema", json::Value()),
                                    options.timeout);
       }
-      return fail(Errc::bad_usage,
-                  fmt::format("tool \"{}\" is an HTTPS endpoint; this host cannot call those until the mediated "
-                              "fetch capability exists",
-                              m.name),
-                  tool.revision);
+      return call_https_service(tool.revision, m, args, options, capabilities);
     }
   }
   return fail(Errc::internal, "unhandled execution class");
@@ -107,18 +157,32 @@ Result<Invocation> run_call(store::Store& store, sandbox::Pool& pool, const task
   if (*kind != "functionCall") return fail(Errc::invalid_task, "this task is not a function call", call.id);
   if (!call.tool_revision) return fail(Errc::invalid_task, "this function call is not pinned to a tool revision", call.id);
 
-  auto tool = pinned_tool(store, call);
+  std::vector<tasks::Task> lineage;
+  auto tool = pinned_tool(store, call, lineage);
   if (!tool) return std::unexpected(tool.error());
-  auto outcome = execute(*tool, call.content["functionCall"]["arguments"], pool, options);
+  HostCapabilities capabilities(store, call, std::move(lineage), tool->revision, tool->manifest.name,
+                                options.capabilities);
+  auto outcome = execute(*tool, call.content["functionCall"]["arguments"], pool, options, &capabilities);
   if (!outcome) return std::unexpected(outcome.error());
 
-  Invocation inv{call, {}, std::move(*tool), std::move(*outcome)};
+  Invocation inv{call, {}, capabilities.subtasks(), std::move(*tool), std::move(*outcome)};
   inv.call.state = inv.ok() ? tasks::State::completed : tasks::State::error;
   auto result = result_task(inv.call, inv.outcome);
   if (!result) return std::unexpected(result.error());
   inv.result = std::move(*result);
-  if (auto stored = store.put_tasks({inv.call, inv.result}); !stored) return std::unexpected(stored.error());
+  std::vector<tasks::Task> batch{inv.call};
+  batch.insert(batch.end(), inv.subtasks.begin(), inv.subtasks.end());
+  batch.push_back(inv.result);
+  if (auto stored = store.put_tasks(batch); !stored) return std::unexpected(stored.error());
   return inv;
+}
+
+Result<store::Binding> activate(store::Store& store, sandbox::Pool& pool, std::string_view name,
+                                std::string_view revision_ref) {
+  auto binding = store.activate(name, revision_ref);
+  if (!binding) return binding;
+  pool.retire_superseded(binding->name, binding->revision);
+  return binding;
 }
 
 }  // namespace taskyon::invoke

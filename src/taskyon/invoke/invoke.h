@@ -13,6 +13,8 @@
 #include <chrono>
 
 #include "taskyon/base/error.h"
+#include "taskyon/invoke/capabilities.h"
+#include "taskyon/native/native.h"
 #include "taskyon/sandbox/pool.h"
 #include "taskyon/store/store.h"
 #include "taskyon/tasks/scope.h"
@@ -23,11 +25,18 @@ namespace taskyon::invoke {
 struct Options {
   std::chrono::milliseconds timeout{10000};
   sandbox::Mode mode = sandbox::Mode::retained;
+  CapabilityOptions capabilities = {};  // how the call's capability requests are decided
+  sandbox::CancelToken cancel = {};     // fire it (any thread) to abort the call (S5)
+  // The session trusted-native functions run in: approvals (P2: executePython
+  // asks before its first run) and Python's isolation. Owned by the caller for
+  // the session's lifetime (one tycli process); null: nothing is approved.
+  native::Session* natives = nullptr;
 };
 
 struct Invocation {
   tasks::Task call;              // as stored (state of this run)
   tasks::Task result;            // the tool-result task, stored
+  std::vector<tasks::Task> subtasks;  // compiled by createSubtasksResult, stored as children of the call
   tasks::ResolvedTool tool;      // the pinned revision that ran
   sandbox::CallOutcome outcome;  // how the sandbox call ended
   bool ok() const { return outcome.status == sandbox::Status::ok; }
@@ -36,12 +45,18 @@ struct Invocation {
 // Runs a stored or freshly compiled function-call task and stores the call and
 // its result. Errors: Errc::invalid_task (not a pinned function call),
 // Errc::not_found / Errc::integrity (the pinned revision or the call's
-// lineage), Errc::bad_usage (an HTTPS external service: not callable yet),
+// lineage),
 // machinery errors from the pool or an MCP server that cannot be started.
 // Execution classes: sandboxed code runs in the pool; trusted-native tools run
 // in the host (host authority, reviewed code, R6); MCP services are forwarded
-// to their server (external/mcp.h).
+// to their server (external/mcp.h); an HTTPS JSON endpoint gets the arguments
+// POSTed through the mediated fetch (needs a write grant on its origin).
 // A tool that fails is not an Error: see Invocation::outcome.
 Result<Invocation> run_call(store::Store& store, sandbox::Pool& pool, const tasks::Task& call, const Options& options);
+
+// Activates `revision_ref` under `name` (Store::activate) and then destroys,
+// at once, the pool's sandboxes of that name's other revisions (S3).
+Result<store::Binding> activate(store::Store& store, sandbox::Pool& pool, std::string_view name,
+                                std::string_view revision_ref);
 
 }  // namespace taskyon::invoke

@@ -1,0 +1,89 @@
+// The host side of the capability requests of one call (DESIGN §6, issue 5):
+// every request a sandbox makes during one function call is decided here,
+// with the revision bound to the sandbox's channel (M3), and written to the
+// audit log (store/audit.h). Requests and their answers:
+//   fetch                 capability::fetch (policy -> method class -> grant for
+//                         (revision, origin, access) -> request on libcurl);
+//                         value {"status","statusText","headers":[[n,v]…],
+//                         "body":BASE64,"url"}; refusals and limits are
+//                         errors with the stable codes of fetch.h (M13)
+//   createSubtasksResult  {"drafts":[{role,content,labels?}…]}: compiled by the
+//                         core as children of the calling task (pinned, hashed,
+//                         M14), returned as task JSON (tasks::task_json) and
+//                         stored after the call with the call and its result.
+//                         At most kMaxSubtasks per call; a draft at most
+//                         kMaxDraftBytes of JSON. Codes: invalid_request, too_large
+//   resolveInvocation     {"name"}: {"tool":"sha256:…","settings":"sha256:…"}
+//                         and nothing else (M15); code not_found
+//   storage.*             store/kv.h: needs a storage grant for the revision (S7)
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "taskyon/capability/fetch.h"
+#include "taskyon/sandbox/pool.h"
+#include "taskyon/store/store.h"
+#include "taskyon/tasks/task.h"
+
+namespace taskyon::invoke {
+
+inline constexpr std::size_t kMaxSubtasks = 64;             // drafts per call, all requests together
+inline constexpr std::size_t kMaxDraftBytes = 64u << 10;   // one draft's JSON, bytes
+
+// A fetch that no grant allows, put to a person (--ask on a TTY). True: grant
+// it; the answer is recorded as a grant for exactly (revision, origin, access).
+struct GrantQuestion {
+  std::string revision;
+  std::string tool;
+  std::string origin;
+  capability::Access access;
+};
+using AskGrant = std::function<bool(const GrantQuestion&)>;
+
+struct CapabilityOptions {
+  capability::NetworkRules network;  // TEST-ONLY admission (loopback servers); empty in production
+  AskGrant ask;                      // empty: a missing grant is "denied"
+  std::string asked_by = "ask";      // recorded as who granted an answer to `ask`
+};
+
+class HostCapabilities final : public sandbox::Capabilities {
+ public:
+  // `call` is the function-call task being run (its id parents subtasks);
+  // `lineage` is its parent's lineage, root first (empty for a root call);
+  // `revision` and `tool` are what the call is pinned to.
+  HostCapabilities(store::Store& store, tasks::Task call, std::vector<tasks::Task> lineage, std::string revision,
+                   std::string tool, CapabilityOptions options);
+
+  sandbox::CapabilityReply handle(std::string_view revision, sandbox::CapabilityOp op, const json::Value& args,
+                                  const sandbox::CancelToken& cancel,
+                                  std::chrono::steady_clock::time_point deadline) override;
+
+  // The subtasks compiled during the call, in order (to store after it).
+  const std::vector<tasks::Task>& subtasks() const { return subtasks_; }
+
+ private:
+  sandbox::CapabilityReply fetch(const json::Value& args, const sandbox::CancelToken& cancel,
+                                 std::chrono::steady_clock::time_point deadline);
+  sandbox::CapabilityReply create_subtasks(const json::Value& args);
+  sandbox::CapabilityReply resolve_invocation(const json::Value& args);
+  sandbox::CapabilityReply storage(sandbox::CapabilityOp op, const json::Value& args);
+  void audit(std::string capability, std::string target, std::string access, bool allowed, std::string reason);
+
+  store::Store& store_;
+  tasks::Task call_;
+  std::vector<tasks::Task> lineage_;  // the parent's lineage, then the call itself
+  std::string revision_;
+  std::string tool_;
+  CapabilityOptions options_;
+  std::vector<tasks::Task> subtasks_;
+};
+
+// RFC 4648 §4 base64, as the capability frames carry bytes.
+std::string base64_encode(std::string_view bytes);
+std::optional<std::string> base64_decode(std::string_view text);
+
+}  // namespace taskyon::invoke

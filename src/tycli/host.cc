@@ -1,0 +1,91 @@
+// What `call` and `run` share about hosting calls: capability options from the
+// global flags, the --ask prompt, and the sandbox destruction log.
+#include <unistd.h>
+
+#include <filesystem>
+#include <iostream>
+#include <mutex>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "cli.h"
+#include "taskyon/store/sandbox_log.h"
+
+namespace tycli {
+
+namespace capability = taskyon::capability;
+using taskyon::Errc;
+
+namespace {
+
+// A yes/no question on the terminal (stderr for the question, the tty for the answer).
+bool ask_on_terminal(const taskyon::invoke::GrantQuestion& q) {
+  std::cerr << fmt::format(
+      "tycli: tool \"{}\" (revision {}) asks for {} access to {}.\n"
+      "       Granting records a grant for exactly this revision, origin and access class.\n"
+      "       Grant it? [y/N] ",
+      q.tool, q.revision, capability::access_name(q.access), q.origin);
+  std::string answer;
+  if (!std::getline(std::cin, answer)) return false;
+  return answer == "y" || answer == "Y" || answer == "yes";
+}
+
+}  // namespace
+
+taskyon::Result<taskyon::invoke::CapabilityOptions> capability_options(const Globals& g) {
+  taskyon::invoke::CapabilityOptions options;
+  for (const auto& text : g.fetch_allow_cidr) {
+    auto cidr = capability::Cidr::parse(text);
+    if (!cidr)
+      return taskyon::fail(Errc::bad_usage,
+                           fmt::format("--fetch-allow-cidr: \"{}\" is not an address block like 127.0.0.1/32", text),
+                           "--fetch-allow-cidr");
+    options.network.allow.push_back(*cidr);
+  }
+  if (!g.fetch_ca_file.empty()) {
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(g.fetch_ca_file, ec) || ::access(g.fetch_ca_file.c_str(), R_OK) != 0)
+      return taskyon::fail(Errc::bad_usage, fmt::format("--fetch-ca-file: cannot read {}", g.fetch_ca_file),
+                           "--fetch-ca-file");
+    options.network.ca_file = std::filesystem::absolute(g.fetch_ca_file, ec).string();
+  }
+  if (g.ask && ::isatty(STDIN_FILENO) && ::isatty(STDERR_FILENO)) {
+    options.ask = ask_on_terminal;
+    options.asked_by = os_user_name() + " (asked)";
+  }
+  return options;
+}
+
+struct LoggedPool::Pending {
+  std::mutex mu;
+  std::vector<taskyon::sandbox::Destruction> records;
+};
+
+LoggedPool::LoggedPool(taskyon::store::Store& store, taskyon::sandbox::RuntimeConfig config)
+    : store_(store), pending_(std::make_shared<Pending>()),
+      pool_(std::make_unique<taskyon::sandbox::Pool>(std::move(config))) {
+  pool_->on_destruction([pending = pending_](const taskyon::sandbox::Destruction& d) {
+    std::lock_guard lock(pending->mu);
+    pending->records.push_back(d);
+  });
+}
+
+LoggedPool::~LoggedPool() {
+  pool_.reset();
+  flush();
+}
+
+void LoggedPool::flush() {
+  std::vector<taskyon::sandbox::Destruction> records;
+  {
+    std::lock_guard lock(pending_->mu);
+    records.swap(pending_->records);
+  }
+  for (const auto& d : records) {
+    if (auto r = taskyon::store::record_destruction(store_, d.revision, d.name, d.reason, d.pid); !r)
+      std::cerr << "tycli: warning: the sandbox log could not be written: " << r.error().message << "\n";
+  }
+}
+
+}  // namespace tycli

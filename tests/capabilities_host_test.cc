@@ -1,0 +1,254 @@
+// The capabilities end to end (DESIGN §6, issue 5): tool code in a real Node
+// sandbox, the host's decisions (invoke/capabilities.h) on a real SQLite
+// store, and a real HTTPS server on loopback admitted only by the test-only
+// allow rule. One test per contract, each failing without its rule.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "taskyon/invoke/invoke.h"
+#include "taskyon/loopback/loopback.h"
+#include "taskyon/registry/manifest.h"
+#include "taskyon/store/audit.h"
+#include "taskyon/store/grants.h"
+#include "taskyon/store/secrets.h"
+#include "taskyon/tasks/compiler.h"
+#include "test_util.h"
+
+namespace taskyon {
+namespace {
+
+using json::Value;
+
+class Capabilities : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    server_dir_ = new testing::TempDir();
+    loopback::ServerOptions server;
+    server.dir = server_dir_->path();
+    auto started = loopback::HttpsServer::start(server);
+    ASSERT_TRUE(started) << started.error().describe();
+    server_ = started->release();
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+    delete server_dir_;
+  }
+
+  void SetUp() override {
+    ASSERT_NE(server_, nullptr);
+    auto s = store::Store::open((dir / "taskyon.db").string());
+    ASSERT_TRUE(s) << s.error().describe();
+    st.emplace(std::move(*s));
+    options.capabilities.network.allow = {*capability::Cidr::parse("127.0.0.1/32")};
+    options.capabilities.network.ca_file = server_->ca_file().string();
+  }
+
+  std::string install(const std::string& name, const std::string& code) {
+    auto r = st->install(*registry::parse_manifest(testing::js_tool(name, code)), store::Activate::always);
+    EXPECT_TRUE(r) << r.error().describe();
+    return r ? r->id : std::string();
+  }
+
+  void grant(const std::string& revision, capability::Access access) {
+    auto g = store::grant_fetch(*st, revision, server_->origin(), access, {}, "test");
+    ASSERT_TRUE(g) << g.error().describe();
+  }
+
+  // Calls `tool` (name) with {"input": input} and returns the invocation.
+  invoke::Invocation call(const std::string& tool, const std::string& input = "") {
+    auto compiled = tasks::compile(tasks::function_call(tool, {{"input", input}}), {{}, st->resolver()});
+    EXPECT_TRUE(compiled) << compiled.error().describe();
+    auto inv = invoke::run_call(*st, pool, compiled->task, options);
+    EXPECT_TRUE(inv) << inv.error().describe();
+    return std::move(*inv);
+  }
+
+  // The value a tool returned; a failure of the call fails the test.
+  Value value_of(const std::string& tool, const std::string& input = "") {
+    auto inv = call(tool, input);
+    EXPECT_TRUE(inv.ok()) << inv.outcome.error;
+    return inv.outcome.value;
+  }
+
+  std::vector<store::AuditEntry> audit() {
+    auto rows = store::query_audit(*st, {});
+    EXPECT_TRUE(rows);
+    return rows ? *rows : std::vector<store::AuditEntry>{};
+  }
+
+  // Tool code: fetch(input) with `init`, returning {status, body|code}.
+  static std::string fetcher(const std::string& init = "{}") {
+    return "async ({input}) => { try { const r = await fetch(input, " + init +
+           "); return { status: r.status, location: r.headers.get('location'), body: await r.text() }; } "
+           "catch (e) { return { error: e.name, code: e.code, message: e.message }; } }";
+  }
+
+  static testing::TempDir* server_dir_;
+  static loopback::HttpsServer* server_;
+  testing::TempDir dir;
+  std::optional<store::Store> st;
+  sandbox::Pool pool;
+  invoke::Options options;
+};
+
+testing::TempDir* Capabilities::server_dir_ = nullptr;
+loopback::HttpsServer* Capabilities::server_ = nullptr;
+
+TEST_F(Capabilities, AGrantedReadReachesTheServerAndIsAudited) {  // M8
+  const auto rev = install("reader", fetcher());
+  grant(rev, capability::Access::read);
+  auto out = value_of("reader", server_->url("/ok"));
+  EXPECT_EQ(out["status"], 200) << out.dump();
+  auto rows = audit();
+  ASSERT_FALSE(rows.empty());
+  EXPECT_EQ(rows.back().capability, "fetch");
+  EXPECT_EQ(rows.back().revision, rev);
+  EXPECT_EQ(rows.back().target, server_->origin());
+  EXPECT_EQ(rows.back().access, "read");
+  EXPECT_EQ(rows.back().verdict, capability::Verdict::allow);
+}
+
+TEST_F(Capabilities, WithoutAGrantTheRequestIsDeniedAndTheSandboxSurvives) {  // M8, M13
+  install("nogrant", fetcher());
+  auto first = call("nogrant", server_->url("/ok"));
+  ASSERT_TRUE(first.ok()) << first.outcome.error;
+  EXPECT_EQ(first.outcome.value["code"], "denied") << first.outcome.value.dump();
+  EXPECT_EQ(first.outcome.value["error"], "CapabilityError");
+  auto second = call("nogrant", server_->url("/ok"));
+  EXPECT_FALSE(second.outcome.fresh_sandbox);  // the same sandbox took the second call
+  EXPECT_FALSE(second.outcome.destroyed);
+  EXPECT_EQ(audit().back().verdict, capability::Verdict::deny);
+}
+
+TEST_F(Capabilities, AReadGrantCannotPost) {  // M7, M8
+  const auto rev = install("poster", fetcher("{ method: 'POST', body: 'x' }"));
+  grant(rev, capability::Access::read);
+  EXPECT_EQ(value_of("poster", server_->url("/echo"))["code"], "denied");
+  grant(rev, capability::Access::write);
+  EXPECT_EQ(value_of("poster", server_->url("/echo"))["status"], 200);
+}
+
+TEST_F(Capabilities, ANewRevisionInheritsNoGrantAndNoSecret) {  // M17
+  const auto v1 = install("versioned", fetcher("{ headers: { 'x-key': '{{secret:KEY}}' } }"));
+  grant(v1, capability::Access::read);
+  ASSERT_TRUE(store::set_secret(*st, v1, server_->origin(), "KEY", "s3cr3t-v1", "test"));
+  auto out = value_of("versioned", server_->url("/echo"));
+  ASSERT_EQ(out["status"], 200) << out.dump();
+  EXPECT_NE(out["body"].get<std::string>().find("s3cr3t-v1"), std::string::npos);  // substituted for v1
+
+  install("versioned", fetcher("{ headers: { 'x-key': '{{secret:KEY}}' } }") + " ");  // v2, activated
+  EXPECT_EQ(value_of("versioned", server_->url("/echo"))["code"], "denied");
+  auto rows = audit();
+  EXPECT_NE(rows.back().revision, v1);
+}
+
+TEST_F(Capabilities, TheUrlPolicyComesBeforeTheGrant) {  // M4, M5, M6
+  const auto rev = install("policy", fetcher());
+  grant(rev, capability::Access::read);
+  const std::string port = std::to_string(server_->port());
+  for (const std::string& url : {"http://127.0.0.1:" + port + "/ok",                 // M4: not https
+                                "https://user:pw@127.0.0.1:" + port + "/ok",         // M5: credentials
+                                "https://localhost:" + port + "/ok",                 // M6: a loopback name
+                                std::string("https://169.254.169.254/latest/meta-data/")}) {  // M6: metadata
+    auto out = value_of("policy", url);
+    EXPECT_EQ(out["code"], "policy_blocked") << url << " -> " << out.dump();
+  }
+  options.capabilities.network.allow.clear();  // without the test-only rule, loopback is private
+  EXPECT_EQ(value_of("policy", server_->url("/ok"))["code"], "policy_blocked");
+}
+
+TEST_F(Capabilities, RedirectsComeBackToTheTool) {  // M10
+  const auto rev = install("redirect", fetcher());
+  grant(rev, capability::Access::read);
+  auto out = value_of("redirect", server_->url("/redirect"));
+  EXPECT_EQ(out["status"], 302) << out.dump();
+  EXPECT_EQ(out["location"], "/ok");
+}
+
+TEST_F(Capabilities, LimitsBecomeToolErrorsWithStableCodes) {  // M11, M12, M13
+  const auto rev = install("limits", fetcher());
+  store::FetchLimits limits;
+  limits.total_timeout_ms = 500;
+  limits.max_response_bytes = 4096;
+  ASSERT_TRUE(store::grant_fetch(*st, rev, server_->origin(), capability::Access::read, limits, "test"));
+  EXPECT_EQ(value_of("limits", server_->url("/slow?ms=5000"))["code"], "timeout");
+  EXPECT_EQ(value_of("limits", server_->url("/large?bytes=100000"))["code"], "too_large");
+  EXPECT_EQ(value_of("limits", server_->url("/ok"))["status"], 200);  // the same sandbox, still serving
+}
+
+TEST_F(Capabilities, SubtasksAreCompiledPinnedAndHashedByTheCore) {  // M14
+  const auto helper = install("helper", "({input}) => input");
+  install("planner", R"(async (a, context) => context.createSubtasksResult([
+      { role: 'assistant', content: { functionCall: { name: 'helper', arguments: { input: 'x' } } } },
+      { role: 'user', content: { message: 'note' }, labels: ['plan'] },
+    ]))");
+  auto inv = call("planner");
+  ASSERT_TRUE(inv.ok()) << inv.outcome.error;
+  const Value& tasks_json = inv.outcome.value;
+  ASSERT_EQ(tasks_json.size(), 2u) << tasks_json.dump();
+  EXPECT_EQ(tasks_json[0]["parentId"], inv.call.id);
+  EXPECT_EQ(tasks_json[0]["toolRevision"], helper);  // pinned by the core
+  EXPECT_TRUE(json::is_content_id(tasks_json[0]["id"].get<std::string>()));
+  ASSERT_EQ(inv.subtasks.size(), 2u);
+  auto stored = st->children(inv.call.id);
+  ASSERT_TRUE(stored);
+  std::set<std::string> ids;
+  for (const auto& t : *stored) ids.insert(t.id);
+  EXPECT_TRUE(ids.contains(tasks_json[0]["id"].get<std::string>()));
+  EXPECT_TRUE(ids.contains(tasks_json[1]["id"].get<std::string>()));
+
+  install("badplanner", R"(async (a, c) => { try { await c.createSubtasksResult([
+      { role: 'assistant', content: { functionCall: { name: 'nowhere', arguments: {} } } }]); }
+      catch (e) { return e.code; } })");
+  EXPECT_EQ(value_of("badplanner"), "invalid_request");  // the core refused to compile it
+}
+
+TEST_F(Capabilities, ResolveInvocationReturnsOpaqueRevisionsOnly) {  // M15
+  const auto target = install("target", "() => 'secret code'");
+  install("resolver", "async (a, c) => c.resolveInvocation('target')");
+  auto out = value_of("resolver");
+  EXPECT_EQ(out, (Value{{"tool", target}, {"settings", registry::empty_settings_revision()}}));
+  install("resolver2", "async (a, c) => { try { return await c.resolveInvocation('missing'); } catch (e) { return e.code; } }");
+  EXPECT_EQ(value_of("resolver2"), "not_found");
+}
+
+TEST_F(Capabilities, StorageNeedsAGrantAndOutlivesTheSandbox) {  // S7
+  const auto rev = install("keeper", R"(async ({input}, c) => {
+      try {
+        if (input === 'set') { globalThis.memory = 'in-sandbox'; await c.storage.set('k', { n: 1 }); return 'set'; }
+        return { stored: await c.storage.get('k'), memory: globalThis.memory ?? null };
+      } catch (e) { return e.code; } })");
+  EXPECT_EQ(value_of("keeper", "set"), "denied");
+  ASSERT_TRUE(store::grant_storage(*st, rev, "test"));
+  EXPECT_EQ(value_of("keeper", "set"), "set");
+  pool.terminate(rev);  // retained state is gone with the sandbox; storage is not
+  EXPECT_EQ(value_of("keeper", "get"), (Value{{"stored", {{"n", 1}}}, {"memory", nullptr}}));
+}
+
+TEST_F(Capabilities, AnHttpsEndpointToolGoesThroughTheSamePolicyAndGrant) {  // issue 7, M8
+  Value manifest = {{"name", "remote"},
+                    {"description", "an HTTPS JSON endpoint"},
+                    {"parameters", {{"type", "object"}, {"properties", {{"input", {{"type", "string"}}}}}}},
+                    {"execution", "external-service"},
+                    {"service", {{"https", {{"url", server_->url("/echo")}}}}}};
+  auto installed = st->install(*registry::parse_manifest(manifest));
+  ASSERT_TRUE(installed) << installed.error().describe();
+  auto refused = call("remote", "hello");
+  EXPECT_EQ(refused.outcome.status, sandbox::Status::tool_error);
+  EXPECT_NE(refused.outcome.error.find("denied"), std::string::npos) << refused.outcome.error;
+
+  grant(installed->id, capability::Access::write);
+  auto answered = call("remote", "hello");
+  ASSERT_TRUE(answered.ok()) << answered.outcome.error;
+  EXPECT_EQ(answered.outcome.value["method"], "POST");
+  EXPECT_EQ(answered.outcome.value["body"], R"({"input":"hello"})");
+  EXPECT_EQ(audit().back().revision, installed->id);
+}
+
+}  // namespace
+}  // namespace taskyon
