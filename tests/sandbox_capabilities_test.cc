@@ -280,8 +280,8 @@ TEST(SandboxCapabilities, CancelReachesARequestInProgress) {  // S5, M13
 }
 
 TEST(SandboxCapabilities, ActivatingANewRevisionDestroysTheOldSandboxAtOnce) {  // S3
+  std::vector<Destruction> observed;  // outlives the pool: its destructor reports "shutdown" here too
   Pool pool;
-  std::vector<Destruction> observed;
   pool.on_destruction([&](const Destruction& d) { observed.push_back(d); });
   ASSERT_EQ(run(pool, request("sha256:v1", "() => 1", nullptr, "counter")).status, Status::ok);
   ASSERT_EQ(run(pool, request("sha256:v2", "() => 2", nullptr, "counter")).status, Status::ok);

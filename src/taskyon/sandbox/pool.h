@@ -209,7 +209,8 @@ class Pool {
   void retire_superseded(std::string_view name, std::string_view active);
 
   // Called for every destruction, as it is recorded, under the pool's lock:
-  // it must be quick and must not call back into the Pool.
+  // it must be quick, must not call back into the Pool, and must stay valid
+  // until the Pool is destroyed (its destructor reports "shutdown" ones).
   void on_destruction(std::function<void(const Destruction&)> observer);
 
   // Revisions with a live retained sandbox.
