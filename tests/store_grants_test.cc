@@ -68,7 +68,8 @@ TEST_F(StoreGrants, OriginsAreNormalizedLikeTheUrlStandardSerializesThem) {
   EXPECT_EQ(*canonical_origin("https://münchen.de"), "https://xn--mnchen-3ya.de");
   for (const char* bad : {"http://example.com", "https://example.com/path", "https://user:pw@example.com",
                           "https://user@example.com/", "https://example.com/?q", "https://example.com/#f",
-                          "wss://example.com", "example.com", "https:///", "custom-html"}) {
+                          "wss://example.com", "example.com", "https:///", "custom-html", "https://*.example.com",
+                          "https://api.*"}) {
     auto r = canonical_origin(bad);
     ASSERT_FALSE(r) << bad;
     EXPECT_EQ(r.error().code, Errc::bad_usage) << bad;

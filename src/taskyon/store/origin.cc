@@ -25,6 +25,11 @@ Result<std::string> canonical_origin(std::string_view input) {
     return fail(Errc::bad_usage, fmt::format("an origin has no query or fragment; {}", kShape), std::string(input));
   if (!url->host.is_address() && url->host.kind != capability::HostKind::domain)
     return fail(Errc::bad_usage, fmt::format("an origin needs a host; {}", kShape), std::string(input));
+  // The URL Standard accepts "*" in a domain, but a grant or a popup
+  // permission names one exact origin: a pattern would read as a wildcard.
+  if (url->host.kind == capability::HostKind::domain && url->host.domain.find('*') != std::string::npos)
+    return fail(Errc::bad_usage, fmt::format("an origin names one exact host, not a pattern (\"*\"); {}", kShape),
+                std::string(input));
   return url->origin();
 }
 
