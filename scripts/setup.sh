@@ -15,6 +15,8 @@ packages=(
   libidn2-dev                              # fetch policy: IDNA (UTS #46) host names
   libcurl4-openssl-dev                     # fetch: the mediated request
   libgtest-dev libgmock-dev libbenchmark-dev  # tests and benchmarks
+  python3                                  # executePython: the native Python tool (P1)
+  bubblewrap                               # executePython --python-isolation strict: minimal-root bwrap
 )
 
 missing=()
@@ -43,6 +45,14 @@ if ! command -v node >/dev/null 2>&1; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends nodejs >/dev/null
 fi
 echo "setup: node $(node --version)"
+
+# Yarn runs the documented `yarn tycli:diagnostics ...` (package.json scripts).
+# Classic Yarn 1 forwards the arguments after a script name; pinned.
+if ! command -v yarn >/dev/null 2>&1; then
+  echo "setup: installing yarn 1.22.22 through npm"
+  npm install -g --no-audit --no-fund --loglevel=error yarn@1.22.22 >/dev/null
+fi
+echo "setup: yarn $(yarn --version)"
 
 # npm packages the tests use as real peers (package.json, locked in
 # package-lock.json), installed into ./node_modules without running their scripts.
