@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The main job on the bundled tools: install them as content-addressed
 # revisions in a fresh store, call each in its Node sandbox, then activate a
-# second revision and show that a stored, pinned call still runs the first.
+# second revision and show that a stored, pinned call still runs the first;
+# then the fetch capability's refusals, the audit log, the sandbox log, and
+# the security diagnostics. No step needs the internet.
 set -euo pipefail
 tycli=${1:-build/tycli}
 home=$(mktemp -d "${TMPDIR:-/tmp}/taskyon-demo.XXXXXX")
@@ -63,3 +65,24 @@ at=$("$tycli" --json run examples/conversations/scoped-tools.json |
      grep -o '"index":8,"reused":true,"task":"sha256:[0-9a-f]*"' | grep -o 'sha256:[0-9a-f]*')
 run chat tools --at "${at:0:19}"
 run chat copy --at "${at:0:19}"
+
+step "A tool that fetches: refused without a grant, and by the URL policy whatever the grant"
+cat > "$home/getter.json" <<'JSON'
+{"name": "getter", "description": "GET a URL through the mediated fetch and report what came back",
+ "parameters": {"type": "object", "properties": {"url": {"type": "string"}}, "required": ["url"]},
+ "execution": "sandboxed-code", "runtime": "javascript",
+ "code": "async ({url}) => { try { const r = await fetch(url); return { status: r.status }; } catch (e) { return { refused: e.code, why: e.message }; } }"}
+JSON
+run tool install "$home/getter.json"
+run call getter --args '{"url": "https://93.184.215.14/"}'
+run grant fetch getter https://93.184.215.14 --access read
+run grant list
+run call getter --args '{"url": "http://169.254.169.254/latest/meta-data/"}'
+run call getter --args '{"url": "https://0x7f.1/"}'
+run audit
+
+step "Every sandbox destroyed in this demo, and why (all tycli processes)"
+run sandbox log --limit 8
+
+step "The security contracts, proven on this machine against the real components"
+run diagnostics --filter tool_security_contracts | tail -n 60
