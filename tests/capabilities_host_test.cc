@@ -230,6 +230,35 @@ TEST_F(Capabilities, StorageNeedsAGrantAndOutlivesTheSandbox) {  // S7
   EXPECT_EQ(value_of("keeper", "get"), (Value{{"stored", {{"n", 1}}}, {"memory", nullptr}}));
 }
 
+TEST_F(Capabilities, AskingRecordsTheAnswerAsAGrantForExactlyThatRevisionOriginAndAccess) {  // --ask
+  const auto rev = install("asker", fetcher());
+  std::vector<invoke::GrantQuestion> asked;
+  bool answer = false;
+  options.capabilities.ask = [&](const invoke::GrantQuestion& q) {
+    asked.push_back(q);
+    return answer;
+  };
+  options.capabilities.asked_by = "tester (asked)";
+  EXPECT_EQ(value_of("asker", server_->url("/ok"))["code"], "denied");  // "no": nothing recorded
+  ASSERT_EQ(asked.size(), 1u);
+  EXPECT_EQ(asked[0].revision, rev);
+  EXPECT_EQ(asked[0].origin, server_->origin());
+  EXPECT_EQ(asked[0].access, capability::Access::read);
+  EXPECT_TRUE(store::fetch_grants(*st, rev).value().empty());
+
+  answer = true;
+  EXPECT_EQ(value_of("asker", server_->url("/ok"))["status"], 200);
+  auto grants = store::fetch_grants(*st, rev);
+  ASSERT_TRUE(grants);
+  ASSERT_EQ(grants->size(), 1u);
+  EXPECT_EQ((*grants)[0].origin, server_->origin());
+  EXPECT_EQ((*grants)[0].access, capability::Access::read);
+  EXPECT_EQ((*grants)[0].granted_by, "tester (asked)");
+  answer = false;  // the recorded grant answers from now on: no second question
+  EXPECT_EQ(value_of("asker", server_->url("/ok"))["status"], 200);
+  EXPECT_EQ(asked.size(), 2u);
+}
+
 TEST_F(Capabilities, AnHttpsEndpointToolGoesThroughTheSamePolicyAndGrant) {  // issue 7, M8
   Value manifest = {{"name", "remote"},
                     {"description", "an HTTPS JSON endpoint"},
