@@ -1,7 +1,7 @@
 // M4-M7: the fetch policy's decisions (capability/policy.h), on the exact
 // strings tool code would pass to fetch. Decisions only: no request is made.
-// The connect-time half of M6 needs the mediated fetch and the loopback
-// server; its check joins this file when they land.
+// The connect-time half of M6 needs a real transfer to the loopback server:
+// it is M6.connect_time_check in checks_capabilities.cc.
 #include <string>
 #include <vector>
 
