@@ -119,6 +119,28 @@ TEST(SandboxCapabilities, FetchTravelsAsOneTypedRequestWithTheChannelsRevision) 
   EXPECT_NE(host.seen[0].args["headers"].dump().find(R"(["x-a","1"])"), std::string::npos);
 }
 
+TEST(SandboxCapabilities, TheDenoHarnessSpeaksTheSameCapabilityFrames) {  // M2, M3 on Deno
+  RuntimeConfig config;
+  config.runtime = JsRuntime::deno;
+  Pool pool(config);
+  ScriptedHost host;
+  auto out = run(pool, request("sha256:deno-bound", R"(async (a, context) => {
+      const r = await fetch('https://example.com/d', { method: 'PUT', body: new Uint8Array([104, 105]) });
+      return { same: globalThis.fetch === context.fetch, status: r.status, text: await r.text(),
+               inv: await context.resolveInvocation('other') };
+    })",
+                               &host));
+  ASSERT_EQ(out.status, Status::ok) << out.error;
+  EXPECT_EQ(out.value, (Value{{"same", true},
+                              {"status", 200},
+                              {"text", "hello"},
+                              {"inv", {{"tool", "sha256:tool"}, {"settings", "sha256:settings"}}}}));
+  ASSERT_EQ(host.seen.size(), 2u);
+  EXPECT_EQ(host.seen[0].revision, "sha256:deno-bound");
+  EXPECT_EQ(host.seen[0].args["method"], "PUT");
+  EXPECT_EQ(host.seen[0].args["body"], "aGk=");
+}
+
 TEST(SandboxCapabilities, EveryTypedCapabilityReachesTheHost) {
   Pool pool;
   ScriptedHost host;
