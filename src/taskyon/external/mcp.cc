@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
 #include <cstdlib>
 #include <cstring>
 
@@ -120,7 +121,7 @@ class Session {
       }
       if (n < 0 && errno == EAGAIN) {
         pollfd p{in_, POLLOUT, 0};
-        if (!wait(&p, 1)) return false;
+        if (wait(&p, 1) <= 0) return false;
         continue;
       }
       return false;
@@ -128,10 +129,18 @@ class Session {
     return true;
   }
 
-  bool wait(pollfd* fds, nfds_t n) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - Clock::now()).count();
-    if (left <= 0) return false;
-    return ::poll(fds, n, static_cast<int>(left)) > 0;
+  // poll() until the deadline: > 0 ready, 0 the deadline passed, < 0 failed.
+  // The wait is rounded up so that poll never returns before the deadline
+  // (a truncated wait used to end a moment early and read as "closed").
+  int wait(pollfd* fds, nfds_t n) {
+    for (;;) {
+      const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline_ - Clock::now()).count();
+      if (left <= 0) return 0;
+      const int ready = ::poll(fds, n, static_cast<int>(std::min<long long>(left, INT_MAX)));
+      if (ready < 0 && errno == EINTR) continue;
+      if (ready == 0 && Clock::now() < deadline_) continue;
+      return ready;
+    }
   }
 
   std::expected<Value, Stop> receive() {
@@ -144,7 +153,9 @@ class Session {
       if (reader_.overflowed()) return std::unexpected(Stop::malformed);
       pollfd fds[2] = {{out_, POLLIN, 0}, {err_, POLLIN, 0}};
       if (Clock::now() >= deadline_) return std::unexpected(Stop::timeout);
-      if (!wait(fds, err_ >= 0 ? 2 : 1)) return std::unexpected(Clock::now() >= deadline_ ? Stop::timeout : Stop::closed);
+      const int ready = wait(fds, err_ >= 0 ? 2 : 1);
+      if (ready == 0) return std::unexpected(Stop::timeout);
+      if (ready < 0) return std::unexpected(Stop::closed);
       char buf[65536];
       if (err_ >= 0 && fds[1].revents) {
         const ssize_t n = ::read(err_, buf, sizeof buf);
