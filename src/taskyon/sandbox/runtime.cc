@@ -80,18 +80,7 @@ Result<RuntimeLocation> find_deno(std::string_view configured) {
                 fmt::format("Deno was not found: {} is not an executable file. {}", configured, kDenoInstall),
                 std::string(configured));
   }
-  const char* env_path = std::getenv("PATH");
-  const std::string search = env_path ? env_path : "/usr/local/bin:/usr/bin:/bin";
-  std::size_t begin = 0;
-  while (begin <= search.size()) {
-    std::size_t end = search.find(':', begin);
-    if (end == std::string::npos) end = search.size();
-    const std::string dir = search.substr(begin, end - begin);
-    begin = end + 1;
-    if (dir.empty() || dir.front() != '/') continue;  // never resolve against the cwd
-    const std::string candidate = dir + "/deno";
-    if (is_elf_executable(candidate)) return RuntimeLocation{JsRuntime::deno, candidate, "PATH"};
-  }
+  if (auto found = find_on_path("deno", is_elf_executable)) return RuntimeLocation{JsRuntime::deno, *found, "PATH"};
   std::vector<fs::path> roots;
   if (const fs::path dir = own_directory(); !dir.empty()) {
     roots.push_back(dir / "..");
@@ -106,8 +95,10 @@ Result<RuntimeLocation> find_deno(std::string_view configured) {
     }
     looked += (looked.empty() ? "" : ", ") + candidate.lexically_normal().string();
   }
+  const char* env_path = std::getenv("PATH");
   return fail(Errc::runtime_missing,
-              fmt::format("Deno was not found: no executable `deno` on PATH ({}) nor at {}. {}", search, looked,
+              fmt::format("Deno was not found: no executable `deno` on PATH ({}) nor at {}. {}",
+                          env_path ? env_path : "/usr/local/bin:/usr/bin:/bin", looked,
                           kDenoInstall),
               "deno");
 }

@@ -125,6 +125,14 @@ Result<std::string> find_node(std::string_view configured) {
     return fail(Errc::runtime_missing,
                 fmt::format("Node.js was not found: {} is not an executable file. {}", name, install), name);
   }
+  if (auto found = find_on_path(name, is_executable_file)) return *found;
+  const char* env_path = std::getenv("PATH");
+  const std::string search = env_path ? env_path : "/usr/local/bin:/usr/bin:/bin";
+  return fail(Errc::runtime_missing,
+              fmt::format("Node.js was not found: no executable `{}` on PATH ({}). {}", name, search, install), name);
+}
+
+std::optional<std::string> find_on_path(std::string_view name, bool (*accept)(const std::string& path)) {
   const char* env_path = std::getenv("PATH");
   const std::string search = env_path ? env_path : "/usr/local/bin:/usr/bin:/bin";
   std::size_t begin = 0;
@@ -134,11 +142,10 @@ Result<std::string> find_node(std::string_view configured) {
     const std::string dir = search.substr(begin, end - begin);
     begin = end + 1;
     if (dir.empty() || dir.front() != '/') continue;  // never resolve against the cwd
-    std::string candidate = dir + "/" + name;
-    if (is_executable_file(candidate)) return candidate;
+    std::string candidate = dir + "/" + std::string(name);
+    if (accept(candidate)) return candidate;
   }
-  return fail(Errc::runtime_missing,
-              fmt::format("Node.js was not found: no executable `{}` on PATH ({}). {}", name, search, install), name);
+  return std::nullopt;
 }
 
 std::vector<std::string> node_argv(const std::string& node, const RuntimeConfig& config) {

@@ -32,6 +32,10 @@ using Deadline = Clock::time_point;
 // PATH entries are skipped. Errc::runtime_missing, saying how to install Node.
 Result<std::string> find_node(std::string_view configured);
 
+// The first `dir/name` on the host's PATH (default /usr/local/bin:/usr/bin:/bin)
+// that `accept` takes; empty and relative entries are skipped (never the cwd).
+std::optional<std::string> find_on_path(std::string_view name, bool (*accept)(const std::string& path));
+
 // The child's argv: node, its flags, `-e <harness>`, then the harness limits.
 //   --max-old-space-size=<heap_limit_mb>  V8 heap cap, MiB
 //   --experimental-permission             Node 20 permission model, no --allow-*:
