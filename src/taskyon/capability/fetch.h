@@ -3,12 +3,20 @@
 // "The request", lists every libcurl option and why.
 //
 // Order, first refusal wins (the Decision and the failure code say which):
-//   1. URL policy      decide_url() (policy.h), resolving the name once; every
-//                      A/AAAA answer must pass                 -> policy_blocked
+//   1. URL policy      decide_url_unresolved() (policy.h): every rule that
+//                      needs no DNS                            -> policy_blocked
 //                      (a URL that does not parse               -> invalid_request)
 //   2. method class    CONNECT, TRACE, TRACK                   -> policy_blocked
 //                      (not an RFC 9110 token                  -> invalid_request)
 //   3. grant           GrantLookup(origin, access); none       -> denied
+//                      Nothing was resolved yet (DESIGN §6, M6): an ungranted
+//                      origin causes no DNS query.
+//   3b. resolution     a domain only: FetchContext::resolve on a worker,
+//                      bounded by total_timeout and the deadline -> timeout,
+//                      *cancelled -> cancelled; no answer -> network; every
+//                      A/AAAA answer must pass decide_addresses() -> policy_blocked
+//                      (the tool's message names the rule, not the address;
+//                      FetchFailure::detail keeps it for the audit log)
 //   4. headers         invalid names or values (CR, LF, NUL)   -> invalid_request
 //                      headers that smuggle authority or framing
 //                      (kRefusedHeaders)                       -> policy_blocked
@@ -95,7 +103,8 @@ inline constexpr std::string_view kInvalidRequest = "invalid_request";  // malfo
 
 struct FetchFailure {
   std::string code;     // one of the codes above
-  std::string message;  // one sentence for the tool author; never holds a secret
+  std::string message;  // one sentence for the tool author; never holds a secret nor a resolved address
+  std::string detail;   // for the audit log only (may name resolved addresses); empty: the message says all
 };
 
 // Whether (origin, access) is granted, and with which limits; nullopt: no grant.
@@ -108,7 +117,10 @@ struct FetchContext {
   GrantLookup grant;    // empty: nothing is granted
   SecretLookup secret;  // empty: no secrets
   NetworkRules rules;   // test-only admission; empty in production
-  Resolver resolve;     // empty: the system resolver (resolve_system)
+  // Empty: the system resolver (resolve_system). Called only for a domain
+  // whose origin is granted, on a worker thread that may outlive fetch() when
+  // the bound passes: it must own what it captures (shared_ptr, values).
+  Resolver resolve;
   const std::atomic<bool>* cancelled = nullptr;  // set from another thread: the transfer stops, code "cancelled"
   std::optional<std::chrono::steady_clock::time_point> deadline;  // the sandbox call's deadline; caps total_timeout
 };
@@ -118,8 +130,8 @@ struct FetchResult {
   std::expected<HttpResponse, FetchFailure> response;
 };
 
-// One request as described above. Never throws; blocking (DNS resolution
-// through getaddrinfo is not bounded by the timeouts); safe to call from
+// One request as described above. Never throws; blocking, but bounded by the
+// timeouts and the deadline, name resolution included; safe to call from
 // several threads at once (one libcurl easy handle per call, no reuse).
 FetchResult fetch(const HttpRequest& request, const FetchContext& context);
 

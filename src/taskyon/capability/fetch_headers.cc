@@ -66,7 +66,7 @@ const RefusedHeader* refused_header(std::string_view name) {
 namespace detail {
 
 FetchFailure failure(std::string_view code, std::string message) {
-  return FetchFailure{std::string(code), std::move(message)};
+  return FetchFailure{std::string(code), std::move(message), {}};
 }
 
 bool is_token(std::string_view s) {

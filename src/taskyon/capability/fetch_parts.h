@@ -29,6 +29,16 @@ std::expected<std::vector<Header>, FetchFailure> check_headers(const std::vector
 std::expected<std::vector<Header>, FetchFailure> fill_secrets(std::vector<Header> headers, std::string_view origin,
                                                              const SecretLookup& secret);
 
+// Step 3b: `resolve` (empty: resolve_system) for `host` on a detached worker
+// thread, waited for until `until` or `*cancelled`. getaddrinfo cannot be
+// interrupted, so a lookup that outlives its bound finishes (and is dropped)
+// on its worker; at most kMaxResolversInFlight such workers exist at once
+// (more: network). Failures: timeout, cancelled, network.
+inline constexpr int kMaxResolversInFlight = 16;
+std::expected<std::vector<IpAddress>, FetchFailure> resolve_bounded(std::string_view host, const Resolver& resolve,
+                                                                    std::chrono::steady_clock::time_point until,
+                                                                    const std::atomic<bool>* cancelled);
+
 // Step 6: the transfer, pinned to `checked` (the addresses the decision judged).
 std::expected<HttpResponse, FetchFailure> transfer(const Decision& decision, const HttpRequest& request,
                                                    const std::vector<Header>& headers,

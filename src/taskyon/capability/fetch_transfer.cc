@@ -311,13 +311,23 @@ std::expected<HttpResponse, FetchFailure> transfer(const Decision& decision, con
   if (state.abort_code == kTooLarge || rc == CURLE_FILESIZE_EXCEEDED)
     return std::unexpected(failure(kTooLarge, fmt::format("the response body exceeds the limit of {} bytes",
                                                           limits.max_response_bytes)));
+  // What the tool reads names no address (DESIGN §6); the detail, for the
+  // audit log, keeps libcurl's words and the refused address.
+  auto with_detail = [](FetchFailure f, std::string detail) {
+    f.detail = std::move(detail);
+    return std::unexpected(std::move(f));
+  };
   if (!state.connect_refusal.empty() && rc == CURLE_COULDNT_CONNECT)
-    return std::unexpected(failure(kPolicyBlocked, "refused at connect time: " + state.connect_refusal));
+    return with_detail(failure(kPolicyBlocked, "refused at connect time: the connection went to an address the "
+                                               "policy refuses or did not check (the audit log names it)"),
+                       "refused at connect time: " + state.connect_refusal);
   if (rc == CURLE_OPERATION_TIMEDOUT)
-    return std::unexpected(failure(kTimeout, fmt::format("{} ({} ms connect, {} ms total)", errbuf[0] ? errbuf : curl_easy_strerror(rc),
-                                                         connect.count(), total.count())));
-  return std::unexpected(
-      failure(kNetwork, fmt::format("{}: {}", curl_easy_strerror(rc), errbuf[0] ? errbuf : "no detail")));
+    return with_detail(failure(kTimeout, fmt::format("the request timed out ({} ms connect, {} ms total)",
+                                                     connect.count(), total.count())),
+                       fmt::format("{} ({} ms connect, {} ms total)", errbuf[0] ? errbuf : curl_easy_strerror(rc),
+                                   connect.count(), total.count()));
+  return with_detail(failure(kNetwork, curl_easy_strerror(rc)),
+                     fmt::format("{}: {}", curl_easy_strerror(rc), errbuf[0] ? errbuf : "no detail"));
 }
 
 }  // namespace taskyon::capability::detail

@@ -3,6 +3,7 @@
 #include <array>
 #include <charconv>
 #include <iterator>
+#include <type_traits>
 
 #include <fmt/format.h>
 
@@ -141,6 +142,53 @@ void allow(Decision& d) {
   d.reason_class = ReasonClass::ok;
 }
 
+// A resolver that is never called: decide() stops before resolution
+// (decide_url_unresolved).
+struct Deferred {};
+
+// The address rules for a domain host that passed every other rule: one
+// refused answer refuses the name; no answer fails closed.
+void judge_domain(Decision& d, std::span<const IpAddress> addresses, std::span<const Cidr> admit) {
+  std::string& r = d.reason;
+  r.clear();
+  auto out = std::back_inserter(r);
+  if (addresses.empty()) {
+    fmt::format_to(out, "host \"{}\" resolved to no address (fail closed)", d.host);
+    deny(d, ReasonClass::unresolved);
+    return;
+  }
+  const Cidr* admitted = nullptr;  // the test-only rule that admitted a refused answer
+  for (const IpAddress& a : addresses) {
+    const AddressRange& range = classify(a);
+    if (range.cls == AddressClass::global) continue;
+    if (const Cidr* block = admitted_by(a, admit)) {
+      admitted = block;
+      continue;
+    }
+    (r += "host \""sv) += d.host;
+    r += "\" resolves to "sv;
+    append_address(r, a);
+    r += ", in "sv;
+    append_range(r, a, range);
+    deny(d, reason_class_of(range.cls));
+    return;
+  }
+  (r += "host \""sv) += d.host;
+  r += "\" resolves to "sv;
+  if (admitted) {
+    fmt::format_to(out, "{} address(es), each globally reachable or admitted by the test-only allow rule {}",
+                   addresses.size(), admitted->to_string());
+  } else if (addresses.size() == 1) {
+    append_address(r, addresses.front());
+    r += ", a globally reachable address"sv;
+  } else {
+    char count[24];
+    r.append(count, std::to_chars(count, count + sizeof count, addresses.size()).ptr);
+    r += " addresses, all globally reachable"sv;
+  }
+  allow(d);
+}
+
 template <typename Resolve>
 Decision decide(std::string_view input, std::string_view method, Resolve&& resolve, std::span<const Cidr> admit) {
   Decision d;
@@ -214,43 +262,17 @@ Decision decide(std::string_view input, std::string_view method, Resolve&& resol
       deny(d, name->cls);
       return d;
     }
-    const std::span<const IpAddress> addresses = resolve(std::string_view(url.host.domain));
-    if (addresses.empty()) {
-      fmt::format_to(out, "host \"{}\" resolved to no address (fail closed)", d.host);
-      deny(d, ReasonClass::unresolved);
+    if constexpr (std::is_same_v<std::decay_t<Resolve>, Deferred>) {
+      // Every rule that needs no DNS passed; the addresses are judged after
+      // the grant (decide_addresses), so an ungranted origin is never resolved.
+      fmt::format_to(out, "host \"{}\" is a domain name; its addresses are judged after the grant", d.host);
+      d.awaiting_resolution = true;
+      allow(d);
       return d;
-    }
-    const Cidr* admitted = nullptr;  // the test-only rule that admitted a refused answer
-    for (const IpAddress& a : addresses) {
-      const AddressRange& range = classify(a);
-      if (range.cls == AddressClass::global) continue;
-      if (const Cidr* block = admitted_by(a, admit)) {
-        admitted = block;
-        continue;
-      }
-      (r += "host \""sv) += d.host;
-      r += "\" resolves to "sv;
-      append_address(r, a);
-      r += ", in "sv;
-      append_range(r, a, range);
-      deny(d, reason_class_of(range.cls));
-      return d;
-    }
-    (r += "host \""sv) += d.host;
-    r += "\" resolves to "sv;
-    if (admitted) {
-      fmt::format_to(out, "{} address(es), each globally reachable or admitted by the test-only allow rule {}",
-                     addresses.size(), admitted->to_string());
-    } else if (addresses.size() == 1) {
-      append_address(r, addresses.front());
-      r += ", a globally reachable address"sv;
     } else {
-      char count[24];
-      r.append(count, std::to_chars(count, count + sizeof count, addresses.size()).ptr);
-      r += " addresses, all globally reachable"sv;
+      judge_domain(d, resolve(std::string_view(url.host.domain)), admit);
+      return d;
     }
-    allow(d);
-    return d;
   }
 
   const IpAddress& a = url.host.address;
@@ -397,6 +419,16 @@ Decision decide_url(std::string_view url, std::string_view method, const Resolve
         return answers;
       },
       allow);
+}
+
+Decision decide_url_unresolved(std::string_view url, std::string_view method, std::span<const Cidr> allow) {
+  return decide(url, method, Deferred{}, allow);
+}
+
+void decide_addresses(Decision& d, std::span<const IpAddress> resolved, std::span<const Cidr> allow) {
+  if (!d.awaiting_resolution) return;
+  d.awaiting_resolution = false;
+  judge_domain(d, resolved, allow);
 }
 
 const Cidr* admitted_by(const IpAddress& address, std::span<const Cidr> allow) {

@@ -129,6 +129,9 @@ struct Decision {
                                     // Never holds credentials (a URL with any is refused anyway).
   std::string origin;               // "https://example.com"; what a grant names
   std::string host;                 // the serialized host ("example.com", "[::1]")
+  // decide_url_unresolved() only: the host is a domain that passed every rule
+  // before resolution; decide_addresses() judges its answers and clears this.
+  bool awaiting_resolution = false;
 
   // True when the request may go on to the grant check: allowed URL, and a
   // method that is not refused.
@@ -150,6 +153,19 @@ Decision decide_url(std::string_view url, std::string_view method, std::span<con
 // domain that passed every check that comes before resolution.
 Decision decide_url(std::string_view url, std::string_view method, const Resolver& resolve,
                     std::span<const Cidr> allow = {});
+
+// DESIGN §6 order, first half: every rule that needs no name resolution (URL,
+// scheme, port, credentials, refused names, literal addresses, method class).
+// A domain host that passes them is `allow` with awaiting_resolution set and a
+// reason saying its addresses are still to be judged; the caller checks the
+// grant, then resolves the name and calls decide_addresses(). Never resolves.
+Decision decide_url_unresolved(std::string_view url, std::string_view method, std::span<const Cidr> allow = {});
+
+// Second half: the address rules on `resolved` (every answer for d.host), for
+// a Decision from decide_url_unresolved() that is awaiting resolution
+// (anything else is left as it is). Sets the verdict, class and reason as
+// decide_url() would; the reason names the refused address.
+void decide_addresses(Decision& d, std::span<const IpAddress> resolved, std::span<const Cidr> allow = {});
 
 // The test-only allow block that admits `address`, or nullptr.
 const Cidr* admitted_by(const IpAddress& address, std::span<const Cidr> allow);
