@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "taskyon/base/escape.h"
+
 namespace tycli {
 
 using taskyon::Errc;
@@ -28,7 +30,9 @@ int report(const Globals& g, const taskyon::Error& error) {
     if (!error.where.empty()) e["where"] = error.where;
     print_json({{"error", e}});
   } else {
-    std::cerr << fmt::format("tycli: error: {} [{}]\n", error.describe(), taskyon::code_name(error.code));
+    // Messages may quote tool text (a tool's error, a name it chose): escaped.
+    std::cerr << fmt::format("tycli: error: {} [{}]\n", taskyon::escape_terminal(error.describe()),
+                             taskyon::code_name(error.code));
   }
   return exit_code_for(error);
 }

@@ -13,6 +13,7 @@
 #include "taskyon/native/native.h"
 
 #include "cli.h"
+#include "taskyon/base/escape.h"
 #include "taskyon/registry/manifest.h"
 
 namespace tycli {
@@ -136,7 +137,7 @@ int show(Globals& g, const std::string& ref) {
       out["trust"] = {{"by", rev->trust->by}, {"at", rev->trust->at}, {"reason", rev->trust->reason}};
     print_json(out);
   } else {
-    std::cout << rev->definition << "\n";
+    std::cout << taskyon::escape_json_dump(rev->definition) << "\n";  // JCS leaves C1 and bidi characters raw
   }
   return kExitOk;
 }
@@ -192,7 +193,8 @@ int import_mcp(Globals& g, const ImportArgs& a) {
                  {"execution", "external-service"}, {"service", {{"mcp", service}}}};
     auto m = registry::parse_manifest(def);
     if (!m) {
-      std::cerr << fmt::format("tycli: skipped MCP tool \"{}\": {}\n", t.name, m.error().describe());
+      std::cerr << fmt::format("tycli: skipped MCP tool \"{}\": {}\n", taskyon::escape_terminal(t.name),
+                               taskyon::escape_terminal(m.error().describe()));
       continue;
     }
     manifests.push_back(std::move(*m));

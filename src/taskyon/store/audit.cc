@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "taskyon/json/json.h"
 #include "taskyon/store/clock.h"
 
 namespace taskyon::store {
@@ -101,12 +102,21 @@ Result<std::string> parse_since(std::string_view text, std::chrono::system_clock
   return parse_duration(text, now);
 }
 
+std::string bounded_audit_text(std::string_view text) {
+  if (text.size() <= kMaxAuditText) return std::string(text);
+  std::size_t cut = kAuditTextPrefix;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;  // whole UTF-8 characters
+  return fmt::format("{} … ({} bytes, {})", text.substr(0, cut), text.size(), json::content_id(text));
+}
+
 Result<AuditEntry> append_audit(Store& store, AuditEntry entry) {
   if (entry.capability.empty()) return fail(Errc::bad_usage, "an audit entry names its capability");
   if (entry.access != "" && entry.access != "read" && entry.access != "write")
     return fail(Errc::bad_usage,
                 fmt::format("audit access class \"{}\" is not \"read\", \"write\" or empty", entry.access));
   entry.at = now_iso8601();
+  entry.target = bounded_audit_text(entry.target);
+  entry.reason = bounded_audit_text(entry.reason);
   auto stmt = store.database().prepare(
       "INSERT INTO audit_log(at, revision, capability, target, access, verdict, reason, task) "
       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) RETURNING seq");
@@ -140,6 +150,49 @@ Result<std::vector<AuditEntry>> query_audit(Store& store, const AuditQuery& quer
                    *verdict, stmt->text(7), stmt->optional_text(8)});
   }
   return out;
+}
+
+namespace detail {
+
+// One prune of `log` (audit_log, sandbox_destructions): a permit for rows
+// older than `before`, the DELETE the schema's trigger then admits, the permit
+// removed, all in one transaction. Returns how many rows went.
+Result<std::int64_t> prune_log(Store& store, std::string_view log, std::string_view before) {
+  auto& db = store.database();
+  auto tx = sql::Transaction::begin(db);
+  if (!tx) return std::unexpected(tx.error());
+  {
+    auto permit = db.prepare("INSERT INTO prune_permits(log, before) VALUES (?1, ?2)");
+    if (!permit) return std::unexpected(permit.error());
+    permit->bind(1, log).bind(2, before);
+    if (auto r = permit->run(); !r) return std::unexpected(r.error());
+  }
+  std::int64_t removed = 0;
+  {
+    auto del = db.prepare(fmt::format("DELETE FROM {} WHERE at < ?1", log));
+    if (!del) return std::unexpected(del.error());
+    del->bind(1, before);
+    if (auto r = del->run(); !r) return std::unexpected(r.error());
+    removed = db.changes();
+  }
+  if (auto r = db.exec(fmt::format("DELETE FROM prune_permits WHERE log = '{}'", log)); !r) return std::unexpected(r.error());
+  if (auto r = tx->commit(); !r) return std::unexpected(r.error());
+  return removed;
+}
+
+}  // namespace detail
+
+Result<std::int64_t> prune_audit(Store& store, std::string_view before) {
+  auto removed = detail::prune_log(store, "audit_log", before);
+  if (!removed) return removed;
+  AuditEntry entry;
+  entry.revision = "host";
+  entry.capability = "audit.prune";
+  entry.target = fmt::format("before {}", before);
+  entry.verdict = capability::Verdict::allow;
+  entry.reason = fmt::format("{} audit row(s) older than {} removed by tycli audit prune", *removed, before);
+  if (auto kept = append_audit(store, std::move(entry)); !kept) return std::unexpected(kept.error());
+  return removed;
 }
 
 }  // namespace taskyon::store

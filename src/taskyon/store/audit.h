@@ -1,6 +1,10 @@
 // The audit log: one row per capability decision (DESIGN §6: "every decision
-// is written to an audit log"), append-only (the database refuses UPDATE and
-// DELETE by trigger). Rows are never pruned by tycli.
+// is written to an audit log"), append-only (the database refuses UPDATE, and
+// DELETE but of rows older than a prune permit: prune_audit()).
+// Bounded (issue 12.7): a target or reason longer than kMaxAuditText bytes is
+// kept as its first kAuditTextPrefix bytes (whole UTF-8 characters), "…",
+// and "sha256:" + the hex SHA-256 of the whole text; HostCapabilities writes
+// at most kMaxAuditRowsPerCall refusals per call, then one row "N more refused".
 //
 // capability: "fetch", "storage.get", "storage.set", "storage.delete",
 // "storage.list", "resolveInvocation", "createSubtasksResult", "popup", …
@@ -21,6 +25,13 @@
 #include "taskyon/store/store.h"
 
 namespace taskyon::store {
+
+inline constexpr std::size_t kMaxAuditText = 512;     // bytes of a stored target or reason
+inline constexpr std::size_t kAuditTextPrefix = 160;  // bytes kept of a longer one, before its hash
+
+// `text` as stored: itself when at most kMaxAuditText bytes, else its prefix,
+// " … (N bytes, sha256:HEX)". append_audit applies it to target and reason.
+std::string bounded_audit_text(std::string_view text);
 
 struct AuditEntry {
   std::int64_t seq = 0;    // set by append, increasing
@@ -47,6 +58,16 @@ struct AuditQuery {
 
 // Matching rows, oldest first.
 Result<std::vector<AuditEntry>> query_audit(Store& store, const AuditQuery& query);
+
+// Removes the rows older than `before` (a stored time stamp, parse_since;
+// exclusive) and appends one row recording the prune (capability
+// "audit.prune", revision "host"). Returns how many rows were removed.
+Result<std::int64_t> prune_audit(Store& store, std::string_view before);
+
+namespace detail {
+// The prune of one append-only log table ("audit_log", "sandbox_destructions").
+Result<std::int64_t> prune_log(Store& store, std::string_view log, std::string_view before);
+}  // namespace detail
 
 // A --since argument as a stored time stamp ("2026-11-29T18:18:36.123Z"):
 // an ISO 8601 UTC date or date-time ("2026-11-29", "2026-11-29T18:18Z",

@@ -1,5 +1,6 @@
 #include "taskyon/store/sandbox_log.h"
 
+#include "taskyon/store/audit.h"
 #include "taskyon/store/clock.h"
 
 namespace taskyon::store {
@@ -33,6 +34,10 @@ Result<std::vector<Destruction>> destructions(Store& store, std::size_t limit,
     out.push_back({stmt->integer(0), stmt->text(1), stmt->text(2), stmt->text(3), stmt->text(4), stmt->integer(5)});
   }
   return out;
+}
+
+Result<std::int64_t> prune_destructions(Store& store, std::string_view before) {
+  return detail::prune_log(store, "sandbox_destructions", before);
 }
 
 }  // namespace taskyon::store

@@ -1,6 +1,7 @@
 // Sandbox destruction records (S3-S6): every destroyed sandbox, from every
 // tycli process sharing the store, so `tycli sandbox log` can show why each
-// one ended. Append-only (the database refuses UPDATE and DELETE).
+// one ended. Append-only (the database refuses UPDATE, and DELETE but of
+// records older than a prune permit: prune_destructions()).
 #pragma once
 
 #include <cstddef>
@@ -31,5 +32,9 @@ Result<Destruction> record_destruction(Store& store, std::string_view revision, 
 // The most recent `limit` records (0: all), optionally of one revision, oldest first.
 Result<std::vector<Destruction>> destructions(Store& store, std::size_t limit = 100,
                                               const std::optional<std::string>& revision = std::nullopt);
+
+// Removes the records older than `before` (a stored time stamp, see
+// store::parse_since; exclusive). Returns how many were removed.
+Result<std::int64_t> prune_destructions(Store& store, std::string_view before);
 
 }  // namespace taskyon::store

@@ -190,7 +190,40 @@ CREATE TRIGGER sandbox_destructions_no_delete BEFORE DELETE ON sandbox_destructi
 BEGIN SELECT RAISE(ABORT, 'sandbox log: destruction records are append-only'); END;
 )sql";
 
-constexpr std::array<std::string_view, kSchemaVersion> kMigrations = {kMigration1, kMigration2, kMigration3, kMigration4};
+// Issue 12: the store's own keys (the settings identities tools see, M15),
+// who made a tool-made task (its creating call and revision, part of its
+// identity), and pruning of the audit and sandbox logs: a DELETE is refused
+// unless a prune permit, written in the same transaction by store::prune_*,
+// covers the row's time.
+constexpr std::string_view kMigration5 = R"sql(
+CREATE TABLE store_keys (
+  name       TEXT PRIMARY KEY,
+  value      TEXT NOT NULL CHECK (length(value) = 64),  -- hex of 32 random bytes; never printed
+  created_at TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE TRIGGER store_keys_no_update BEFORE UPDATE ON store_keys
+BEGIN SELECT RAISE(ABORT, 'store keys are created once'); END;
+CREATE TRIGGER store_keys_no_delete BEFORE DELETE ON store_keys
+BEGIN SELECT RAISE(ABORT, 'store keys are created once'); END;
+
+ALTER TABLE tasks ADD COLUMN created_by TEXT;  -- canonical JSON {"revision","task"}; NULL: not tool-made
+
+CREATE TABLE prune_permits (
+  log    TEXT PRIMARY KEY CHECK (log IN ('audit_log', 'sandbox_destructions')),
+  before TEXT NOT NULL
+) WITHOUT ROWID;
+DROP TRIGGER audit_no_delete;
+CREATE TRIGGER audit_no_delete BEFORE DELETE ON audit_log
+WHEN NOT EXISTS (SELECT 1 FROM prune_permits WHERE log = 'audit_log' AND OLD.at < before)
+BEGIN SELECT RAISE(ABORT, 'audit: the audit log is append-only; old rows leave only by tycli audit prune'); END;
+DROP TRIGGER sandbox_destructions_no_delete;
+CREATE TRIGGER sandbox_destructions_no_delete BEFORE DELETE ON sandbox_destructions
+WHEN NOT EXISTS (SELECT 1 FROM prune_permits WHERE log = 'sandbox_destructions' AND OLD.at < before)
+BEGIN SELECT RAISE(ABORT, 'sandbox log: destruction records are append-only; old ones leave only by prune'); END;
+)sql";
+
+constexpr std::array<std::string_view, kSchemaVersion> kMigrations = {kMigration1, kMigration2, kMigration3, kMigration4,
+                                                                      kMigration5};
 
 }  // namespace
 

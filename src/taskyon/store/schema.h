@@ -9,7 +9,9 @@
 //   R6  a revision that gets host authority is stored only with a trust record
 //   T1  settings revisions and their bindings are append-only
 //   M16 only a revision with a trust record holds a popup permission
-//       the audit log and the sandbox destruction log are append-only
+//       the audit log and the sandbox destruction log are append-only, but
+//       for rows older than a prune permit written in the same transaction
+//       store keys are created once (no UPDATE, no DELETE)
 #pragma once
 
 #include "taskyon/base/error.h"
@@ -17,7 +19,7 @@
 
 namespace taskyon::store {
 
-inline constexpr int kSchemaVersion = 4;
+inline constexpr int kSchemaVersion = 5;
 
 // Brings the database to kSchemaVersion, each step in its own transaction.
 // Errc::store if the file has a newer schema than this build knows.
