@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "cli.h"
+#include "taskyon/base/escape.h"
 #include "taskyon/invoke/invoke.h"
 #include "taskyon/native/python.h"
 #include "taskyon/sandbox/runtime.h"
@@ -41,7 +42,8 @@ Value invocation_json(const taskyon::invoke::Invocation& inv) {
                {"status", sandbox::status_name(o.status)},
                {"logs", logs},
                {"sandbox", {{"fresh", o.fresh_sandbox}, {"destroyed", o.destroyed ? Value(*o.destroyed) : Value()}}},
-               {"durationMs", o.duration.count()}};
+               {"durationMs", o.duration.count()},
+               {"plantedBy", inv.call.created_by ? taskyon::tasks::provenance_json(*inv.call.created_by) : Value()}};
   if (inv.ok())
     out["result"] = o.value;
   else
@@ -58,13 +60,17 @@ void print_human(const taskyon::invoke::Invocation& inv, bool verbose) {
                              o.destroyed ? fmt::format(", then destroyed ({})", *o.destroyed) : std::string(),
                              o.duration.count());
   }
-  for (const auto& log : o.logs) std::cerr << fmt::format("[{}] {}\n", log.level, log.text);
+  // Logs, results and errors are tool text: escaped (taskyon/base/escape.h),
+  // so a tool cannot move the cursor, set the clipboard or forge a line.
+  using taskyon::escape_terminal;
+  for (const auto& log : o.logs)
+    std::cerr << fmt::format("[{}] {}\n", escape_terminal(log.level), escape_terminal(log.text));
   if (o.logs_truncated) std::cerr << "[logs truncated]\n";
   if (inv.ok()) {
-    std::cout << o.value.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    std::cout << taskyon::escape_json_dump(o.value.dump(2, ' ', false, nlohmann::json::error_handler_t::replace)) << "\n";
   } else {
-    std::cerr << fmt::format("tycli: tool \"{}\" failed: {}: {}\n", inv.tool.manifest.name, sandbox::status_name(o.status),
-                             o.error);
+    std::cerr << fmt::format("tycli: tool \"{}\" failed: {}: {}\n", escape_terminal(inv.tool.manifest.name),
+                             sandbox::status_name(o.status), escape_terminal(o.error));
   }
 }
 
@@ -87,6 +93,13 @@ int call(Globals& g, const CallArgs& a) {
   if (!a.task.empty()) {
     auto t = st->task(a.task);
     if (!t) return report(g, t.error());
+    // A call tool code planted (createSubtasksResult) runs only with the
+    // approval a fresh call needs (--approve-python stays explicit), and
+    // never without saying who planted it.
+    if (t->created_by)
+      std::cerr << fmt::format("tycli: call {} was planted by tool call {} (revision {}), not written by you; it runs "
+                               "with the same approvals as a fresh call\n",
+                               t->id, t->created_by->task, t->created_by->revision);
     calls.push_back(std::move(*t));
   } else {
     const std::vector<std::string> args = a.args.empty() ? std::vector<std::string>{"{}"} : a.args;

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "cli.h"
+#include "taskyon/base/escape.h"
 #include "taskyon/tasks/chat.h"
 
 namespace tycli {
@@ -38,7 +39,8 @@ int tools(Globals& g, const ChatArgs& a) {
     return kExitOk;
   }
   for (const auto& t : *visible)
-    std::cout << fmt::format("{:<20} {}  ({})\n", t.tool.manifest.name, t.tool.manifest.description,
+    std::cout << fmt::format("{:<20} {}  ({})\n", taskyon::escape_terminal(t.tool.manifest.name),
+                             taskyon::escape_terminal(t.tool.manifest.description),
                              t.defined_at ? "defined in the tree at " + short_id(*t.defined_at) : "registry");
   return kExitOk;
 }
@@ -52,7 +54,7 @@ int messages(Globals& g, const ChatArgs& a) {
   if (g.json)
     print_json(out);
   else
-    std::cout << out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    std::cout << taskyon::escape_json_dump(out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace)) << "\n";
   return kExitOk;
 }
 

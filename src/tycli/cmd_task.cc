@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "cli.h"
+#include "taskyon/base/escape.h"
 #include "tree.h"
 
 namespace tycli {
@@ -23,10 +24,17 @@ int show(Globals& g, const std::string& ref) {
             << "parent    " << t->parent_id.value_or("-") << "\n"
             << "role      " << taskyon::tasks::role_name(t->role) << "\n"
             << "state     " << taskyon::tasks::state_name(t->state) << "\n";
-  if (!t->labels.empty()) std::cout << "labels    " << Value(t->labels).dump() << "\n";
+  // A tool-made task says so first: its content is tool output, whatever its role.
+  if (t->created_by)
+    std::cout << "made by   tool call " << t->created_by->task << " (revision " << t->created_by->revision
+              << "): tool output, not the model's, the user's or the system's\n";
+  const auto dump = [](const Value& v, int indent) {
+    return taskyon::escape_json_dump(v.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace));
+  };
+  if (!t->labels.empty()) std::cout << "labels    " << dump(Value(t->labels), -1) << "\n";
   if (t->tool_revision) std::cout << "tool      " << *t->tool_revision << "\n";
   if (t->settings_revision) std::cout << "settings  " << *t->settings_revision << "\n";
-  std::cout << "content   " << t->content.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+  std::cout << "content   " << dump(t->content, 2) << "\n";
   return kExitOk;
 }
 

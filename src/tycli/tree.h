@@ -14,6 +14,9 @@ namespace tycli {
 // call and pinned revision, result, definition and its revision).
 std::string task_line(const taskyon::tasks::Task& task);
 
+// "made by tool call ID (revision REV)" for a tool-made task; empty otherwise.
+std::string provenance_text(const taskyon::tasks::Task& task);
+
 // Prints the tree under `root` with box-drawing branches; `mark` may add a
 // suffix per task (e.g. "new"). Errors from loading children are returned.
 taskyon::Result<void> print_tree(taskyon::store::Store& store, const taskyon::tasks::Task& root,

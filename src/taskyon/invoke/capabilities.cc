@@ -104,8 +104,27 @@ CapabilityReply HostCapabilities::handle(std::string_view revision, CapabilityOp
   }
 }
 
+HostCapabilities::~HostCapabilities() {
+  if (unrecorded_refused_ + unrecorded_allowed_ == 0) return;
+  store::AuditEntry entry;
+  entry.revision = revision_;
+  entry.capability = "audit.more";
+  entry.target = fmt::format("{} more", unrecorded_refused_ + unrecorded_allowed_);
+  entry.verdict = unrecorded_refused_ ? capability::Verdict::deny : capability::Verdict::allow;
+  entry.reason = fmt::format("{} more refused and {} more allowed decisions of this call were not recorded one by one "
+                             "(at most {} rows per call)",
+                             unrecorded_refused_, unrecorded_allowed_, kMaxAuditRowsPerCall);
+  entry.task = call_.id;
+  (void)store::append_audit(store_, std::move(entry));
+}
+
 void HostCapabilities::audit(std::string capability, std::string target, std::string access, bool allowed,
                              std::string reason) {
+  if (audit_rows_ >= kMaxAuditRowsPerCall) {
+    ++(allowed ? unrecorded_allowed_ : unrecorded_refused_);
+    return;
+  }
+  ++audit_rows_;
   store::AuditEntry entry;
   entry.revision = revision_;
   entry.capability = std::move(capability);
@@ -144,6 +163,7 @@ CapabilityReply HostCapabilities::fetch(const json::Value& args, const sandbox::
   bool asked = false;
   capability::FetchContext context;
   context.rules = options_.network;
+  context.resolve = options_.resolve;
   context.cancelled = &cancel.flag();
   context.deadline = deadline;
   context.grant = [&](std::string_view origin, capability::Access access) -> std::optional<capability::FetchLimits> {
@@ -169,8 +189,10 @@ CapabilityReply HostCapabilities::fetch(const json::Value& args, const sandbox::
   if (!result.response) {
     const auto& failure = result.response.error();
     const bool refused = is_refusal(failure.code);
+    // The audit log keeps what the tool is not shown (resolved addresses, libcurl's words).
+    const std::string& why = failure.detail.empty() ? failure.message : failure.detail;
     audit("fetch", target, access, !refused,
-          refused ? failure.message : fmt::format("allowed; the request ended with {}: {}", failure.code, failure.message));
+          refused ? why : fmt::format("allowed; the request ended with {}: {}", failure.code, why));
     return CapabilityReply::failure(failure.code, failure.message);
   }
   const auto& response = *result.response;
@@ -207,13 +229,28 @@ CapabilityReply HostCapabilities::create_subtasks(const json::Value& args) {
       return CapabilityReply::failure("too_large", why);
     }
     auto draft = tasks::parse_draft(drafts[i], at);
+    // DESIGN §6: tool code speaks as a tool, never as the system or the user.
+    if (draft && (draft->role == tasks::Role::system || draft->role == tasks::Role::user)) {
+      const std::string why = fmt::format("{}/role: tool code cannot create {} tasks (only assistant ones, marked as "
+                                          "made by this call)",
+                                          at, tasks::role_name(draft->role));
+      audit("createSubtasksResult", target, "", false, why);
+      return invalid(why);
+    }
+    if (draft) draft->created_by = tasks::Provenance{call_.id, revision_};  // hashed into the id
     auto task = draft ? tasks::compile(*draft, scope) : Result<tasks::Compiled>(std::unexpected(draft.error()));
     if (!task) {
       const std::string why = task.error().describe();
       audit("createSubtasksResult", target, "", false, why);
       return invalid(why);
     }
-    out.push_back(tasks::task_json(task->task));
+    auto shown = tasks::task_json(task->task);
+    if (task->task.settings_revision) {  // M15: the opaque identity, never the settings' content address
+      auto identity = store::settings_identity(store_, task->task.tool_revision.value_or(""), *task->task.settings_revision);
+      if (!identity) return CapabilityReply::failure("denied", "the host could not consult its store: " + identity.error().message);
+      shown["settingsRevision"] = *identity;
+    }
+    out.push_back(std::move(shown));
     compiled.push_back(std::move(task->task));
   }
   for (auto& t : compiled) subtasks_.push_back(std::move(t));
@@ -230,9 +267,13 @@ CapabilityReply HostCapabilities::resolve_invocation(const json::Value& args) {
     audit("resolveInvocation", name, "", false, found.error().message);
     return CapabilityReply::failure("not_found", fmt::format("no tool named \"{}\" is visible to this call", name));
   }
+  // M15: the tool revision and an opaque settings identity (store/settings.h):
+  // never the manifest, code, settings values, nor the settings' content
+  // address, which a tool could compare with hashes of guesses.
+  auto identity = store::settings_identity(store_, found->tool.revision, found->tool.settings_revision);
+  if (!identity) return CapabilityReply::failure("denied", "the host could not consult its store: " + identity.error().message);
   audit("resolveInvocation", name, "", true, fmt::format("resolved to {}", found->tool.revision));
-  // M15: the opaque revisions, never the manifest, code or settings values.
-  return CapabilityReply::success({{"tool", found->tool.revision}, {"settings", found->tool.settings_revision}});
+  return CapabilityReply::success({{"tool", found->tool.revision}, {"settings", *identity}});
 }
 
 CapabilityReply HostCapabilities::storage(CapabilityOp op, const json::Value& args) {

@@ -33,6 +33,10 @@ namespace taskyon::invoke {
 
 inline constexpr std::size_t kMaxSubtasks = 64;             // drafts per call, all requests together
 inline constexpr std::size_t kMaxDraftBytes = 64u << 10;   // one draft's JSON, bytes
+// Audit rows one call writes one by one; past it, the decisions are still
+// made but counted, and one last row (capability "audit.more") says how many
+// more were refused and allowed (issue 12.7: a tool cannot fill the disk).
+inline constexpr std::size_t kMaxAuditRowsPerCall = 100;
 
 // A fetch that no grant allows, put to a person (--ask on a TTY). True: grant
 // it; the answer is recorded as a grant for exactly (revision, origin, access).
@@ -46,6 +50,7 @@ using AskGrant = std::function<bool(const GrantQuestion&)>;
 
 struct CapabilityOptions {
   capability::NetworkRules network;  // TEST-ONLY admission (loopback servers); empty in production
+  capability::Resolver resolve;      // TEST-ONLY resolver seam (FetchContext::resolve); empty: the system resolver
   AskGrant ask;                      // empty: a missing grant is "denied"
   std::string asked_by = "ask";      // recorded as who granted an answer to `ask`
 };
@@ -57,6 +62,9 @@ class HostCapabilities final : public sandbox::Capabilities {
   // `revision` and `tool` are what the call is pinned to.
   HostCapabilities(store::Store& store, tasks::Task call, std::vector<tasks::Task> lineage, std::string revision,
                    std::string tool, CapabilityOptions options);
+  ~HostCapabilities() override;  // writes the "N more refused" row, if any
+  HostCapabilities(const HostCapabilities&) = delete;
+  HostCapabilities& operator=(const HostCapabilities&) = delete;
 
   sandbox::CapabilityReply handle(std::string_view revision, sandbox::CapabilityOp op, const json::Value& args,
                                   const sandbox::CancelToken& cancel,
@@ -80,6 +88,9 @@ class HostCapabilities final : public sandbox::Capabilities {
   std::string tool_;
   CapabilityOptions options_;
   std::vector<tasks::Task> subtasks_;
+  std::size_t audit_rows_ = 0;          // rows written for this call
+  std::size_t unrecorded_refused_ = 0;  // decisions past kMaxAuditRowsPerCall
+  std::size_t unrecorded_allowed_ = 0;
 };
 
 // RFC 4648 §4 base64, as the capability frames carry bytes.

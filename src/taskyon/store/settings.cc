@@ -1,5 +1,13 @@
 #include "taskyon/store/settings.h"
 
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/rand.h>
+
+#include <iterator>
+#include <optional>
+
 #include <fmt/format.h>
 
 #include "taskyon/registry/manifest.h"
@@ -98,6 +106,63 @@ Result<json::Value> settings_value(Store& store, std::string_view revision) {
     return fail(Errc::integrity, fmt::format("settings revision {} is tampered: not a JSON object", revision),
                 std::string(revision));
   return std::move(*value);
+}
+
+namespace {
+
+constexpr std::string_view kIdentityKeyName = "settings-identity";
+
+Result<std::optional<std::string>> read_key(Store& store) {
+  auto stmt = store.database().prepare("SELECT value FROM store_keys WHERE name = ?1");
+  if (!stmt) return std::unexpected(stmt.error());
+  stmt->bind(1, kIdentityKeyName);
+  auto row = stmt->step();
+  if (!row) return std::unexpected(row.error());
+  if (!*row) return std::optional<std::string>();
+  return std::optional<std::string>(stmt->text(0));
+}
+
+std::string hex(const unsigned char* bytes, std::size_t n) {
+  std::string out;
+  out.reserve(2 * n);
+  for (std::size_t i = 0; i < n; ++i) fmt::format_to(std::back_inserter(out), "{:02x}", bytes[i]);
+  return out;
+}
+
+// The store's identity key (hex), made once: concurrent first uses agree,
+// because the insert keeps the first key written.
+Result<std::string> identity_key(Store& store) {
+  auto key = read_key(store);
+  if (!key) return std::unexpected(key.error());
+  if (*key) return std::move(**key);
+  unsigned char bytes[32];
+  if (RAND_bytes(bytes, sizeof bytes) != 1) return fail(Errc::store, "the system random generator failed");
+  auto insert = store.database().prepare(
+      "INSERT INTO store_keys(name, value, created_at) VALUES (?1, ?2, ?3) ON CONFLICT(name) DO NOTHING");
+  if (!insert) return std::unexpected(insert.error());
+  insert->bind(1, kIdentityKeyName).bind(2, hex(bytes, sizeof bytes)).bind(3, now_iso8601());
+  if (auto r = insert->run(); !r) return std::unexpected(r.error());
+  OPENSSL_cleanse(bytes, sizeof bytes);
+  key = read_key(store);
+  if (!key) return std::unexpected(key.error());
+  if (!*key) return fail(Errc::store, "the store's identity key was not stored");
+  return std::move(**key);
+}
+
+}  // namespace
+
+Result<std::string> settings_identity(Store& store, std::string_view tool_revision, std::string_view settings_revision) {
+  auto key = identity_key(store);
+  if (!key) return std::unexpected(key.error());
+  std::string message = "taskyon settings identity v1";
+  ((((message += '\0') += tool_revision) += '\0') += settings_revision);
+  unsigned char mac[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  if (!HMAC(EVP_sha256(), key->data(), static_cast<int>(key->size()), reinterpret_cast<const unsigned char*>(message.data()),
+            message.size(), mac, &length))
+    return fail(Errc::store, "HMAC-SHA256 failed");
+  OPENSSL_cleanse(key->data(), key->size());
+  return std::string(kSettingsIdentityPrefix) + hex(mac, length);
 }
 
 Result<std::vector<SettingsBinding>> settings_history(Store& store, std::string_view name) {

@@ -5,8 +5,9 @@
 // a tool NAME is bound to one, with the history kept (like tool bindings).
 // The compiler pins the name's bound settings revision into every call (T1,
 // through Store::resolver()); a name never bound has the empty settings.
-// Tool code sees only the opaque id (resolveInvocation, M15); the host reads
-// the value by id (settings_value).
+// Tool code never sees a settings revision: it sees settings_identity(),
+// an HMAC keyed by a per-store secret (M15, docs/grants.md); the host reads
+// the value by revision (settings_value).
 #pragma once
 
 #include <cstddef>
@@ -52,6 +53,17 @@ Result<std::string> settings_revision_for(Store& store, std::string_view name);
 // Errc::integrity if tampered); the empty settings revision is {} whether
 // stored or not. Errc::not_found for an unknown id.
 Result<json::Value> settings_value(Store& store, std::string_view revision);
+
+// What tool code is shown in place of `settings_revision` pinned with
+// `tool_revision` (resolveInvocation, the tasks createSubtasksResult returns):
+// "hmac-sha256:" + 64 hex of HMAC-SHA256, keyed by this store's identity key,
+// over "taskyon settings identity v1", the tool revision and the settings
+// revision. Stable within a store; different for the same settings under
+// another tool revision; without the key (32 random bytes made once per store
+// by RAND_bytes, kept in the database, never printed) nobody can check a
+// guess of the settings against it. Errc::store if the key cannot be made.
+inline constexpr std::string_view kSettingsIdentityPrefix = "hmac-sha256:";
+Result<std::string> settings_identity(Store& store, std::string_view tool_revision, std::string_view settings_revision);
 
 // The name's binding history, oldest first (empty if never bound).
 Result<std::vector<SettingsBinding>> settings_history(Store& store, std::string_view name);

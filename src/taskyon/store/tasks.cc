@@ -9,7 +9,7 @@ namespace taskyon::store {
 namespace {
 
 constexpr std::string_view kTaskColumns =
-    "id, parent_id, role, content, state, tool_revision, settings_revision, labels";
+    "id, parent_id, role, content, state, tool_revision, settings_revision, labels, created_by";
 
 // Rebuilds a task from a row and checks it still hashes to its id (R2, T4).
 Result<tasks::Task> load_task(sql::Statement& stmt) {
@@ -33,6 +33,13 @@ Result<tasks::Task> load_task(sql::Statement& stmt) {
     if (!l.is_string()) return fail(Errc::integrity, fmt::format("task {} is tampered: a label is not a string", t.id), t.id);
     t.labels.push_back(l.get<std::string>());
   }
+  if (auto created_by = stmt.optional_text(8)) {
+    auto value = json::parse(*created_by);
+    auto provenance = value ? tasks::parse_provenance(*value) : Result<tasks::Provenance>(std::unexpected(value.error()));
+    if (!provenance)
+      return fail(Errc::integrity, fmt::format("task {} is tampered: its createdBy is not valid", t.id), t.id);
+    t.created_by = std::move(*provenance);
+  }
   if (auto ok = tasks::check_invariants(t); !ok)
     return fail(Errc::integrity, fmt::format("task {} is tampered: {}", t.id, ok.error().message), t.id);
   return t;
@@ -50,11 +57,14 @@ Result<void> Store::put_tasks(const std::vector<tasks::Task>& batch) {
     if (!content) return std::unexpected(content.error());
     auto stmt = db_.prepare(
         "INSERT INTO tasks(id, parent_id, role, kind, content, state, tool_revision, settings_revision, created_at, "
-        "labels) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) ON CONFLICT(id) DO NOTHING");
+        "labels, created_by) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) ON CONFLICT(id) DO NOTHING");
     if (!stmt) return std::unexpected(stmt.error());
     stmt->bind(1, t.id).bind_nullable(2, t.parent_id).bind(3, tasks::role_name(t.role)).bind(4, *kind).bind(5, *content);
     stmt->bind(6, tasks::state_name(t.state)).bind_nullable(7, t.tool_revision).bind_nullable(8, t.settings_revision);
     stmt->bind(9, now_iso8601()).bind(10, *json::canonicalize(json::Value(t.labels)));
+    std::optional<std::string> created_by;
+    if (t.created_by) created_by = *json::canonicalize(tasks::provenance_json(*t.created_by));
+    stmt->bind_nullable(11, created_by);
     if (auto r = stmt->run(); !r) return fail(r.error().code, r.error().message, t.id);
   }
   return tx->commit();

@@ -23,12 +23,18 @@ json::Value tools_for_completion(const std::vector<VisibleTool>& tools);
 // task id, arguments as a JSON string), results as {"role": "tool",
 // "tool_call_id", "content"} with the result (or "error <code>: <message>") as
 // JSON text. Tool output is untrusted data and is passed as content only.
+// A tool-made task (createdBy), and the result of a call a tool planted, is a
+// {"role": "tool"} message answering the call that made it, its content
+// prefixed by "[tool output: made by tool call ID (revision REV) …]": never a
+// system, user or assistant message.
 json::Value model_messages(const std::vector<Task>& path);
 
 // An ordinary copy of the conversation without definition nodes, ids or
-// revisions: JSON [{"role", "message"|"functionCall"|"toolResult"}] ...
+// revisions: JSON [{"role", "message"|"functionCall"|"toolResult",
+// "createdBy"?}] (a tool-made task has role "tool" and its createdBy) ...
 json::Value copy_chat_json(const std::vector<Task>& path);
-// ... or Markdown, one paragraph per task.
+// ... or Markdown, one paragraph per task, every piece of text escaped for a
+// terminal (escape.h); tool-made tasks as "**tool output** (made by …)".
 std::string copy_chat_markdown(const std::vector<Task>& path);
 
 }  // namespace taskyon::tasks

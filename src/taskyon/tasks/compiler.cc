@@ -20,7 +20,7 @@ Result<VisibleTool> resolve_call_target(const std::string& ref, const Scope& sco
 }  // namespace
 
 Draft function_call(std::string tool, json::Value arguments) {
-  return {Role::assistant, {{"functionCall", {{"name", std::move(tool)}, {"arguments", std::move(arguments)}}}}, {}};
+  return {Role::assistant, {{"functionCall", {{"name", std::move(tool)}, {"arguments", std::move(arguments)}}}}, {}, {}};
 }
 
 Result<Draft> parse_draft(const json::Value& e, const std::string& at, bool allow_parent) {
@@ -56,6 +56,7 @@ Result<Compiled> compile(const Draft& draft, const Scope& scope) {
   task.role = draft.role;
   task.content = draft.content;
   task.labels = draft.labels;
+  task.created_by = draft.created_by;
   task.state = State::open;
 
   std::optional<VisibleTool> tool;

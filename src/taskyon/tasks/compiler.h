@@ -24,6 +24,7 @@ struct Draft {
   Role role = Role::user;
   json::Value content;  // see task.h
   std::vector<std::string> labels;
+  std::optional<Provenance> created_by;  // set by the host for drafts tool code sent, never parsed from JSON
 };
 
 // Where a draft is compiled: its parent and what is visible there.

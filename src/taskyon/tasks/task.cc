@@ -71,7 +71,17 @@ json::Value task_json(const Task& t) {
           {"labels", t.labels},
           {"content", t.content},
           {"toolRevision", optional(t.tool_revision)},
-          {"settingsRevision", optional(t.settings_revision)}};
+          {"settingsRevision", optional(t.settings_revision)},
+          {"createdBy", t.created_by ? provenance_json(*t.created_by) : json::Value()}};
+}
+
+json::Value provenance_json(const Provenance& p) { return {{"task", p.task}, {"revision", p.revision}}; }
+
+Result<Provenance> parse_provenance(const json::Value& v) {
+  if (!v.is_object() || v.size() != 2 || !v.contains("task") || !v["task"].is_string() || !v.contains("revision") ||
+      !v["revision"].is_string() || !json::is_content_id(v["task"].get<std::string>()))
+    return fail(Errc::invalid_task, "createdBy must be {task: \"sha256:…\", revision: string}", "/createdBy");
+  return Provenance{v["task"].get<std::string>(), v["revision"].get<std::string>()};
 }
 
 json::Value identity(const Task& task) {
@@ -80,6 +90,7 @@ json::Value identity(const Task& task) {
   if (!task.labels.empty()) id["labels"] = task.labels;
   if (task.tool_revision) id["toolRevision"] = *task.tool_revision;
   if (task.settings_revision) id["settingsRevision"] = *task.settings_revision;
+  if (task.created_by) id["createdBy"] = provenance_json(*task.created_by);
   return id;
 }
 

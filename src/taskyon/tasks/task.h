@@ -3,8 +3,11 @@
 // id fixes the whole chain above it, as a git commit id does.
 //
 // Identity (hashed, RFC 8785): {"role", "content", "parentId"?, "labels"?,
-// "toolRevision"?, "settingsRevision"?} with absent optionals (and empty
-// labels) left out. The state is an execution record kept beside the
+// "toolRevision"?, "settingsRevision"?, "createdBy"?} with absent optionals
+// (and empty labels) left out. "createdBy": {"task": CALL ID, "revision":
+// TOOL REVISION} marks a task tool code made (createSubtasksResult, DESIGN
+// §6): the call that made it and the revision that call ran; it is hashed,
+// so it cannot be dropped or forged without changing the id. The state is an execution record kept beside the
 // identity, not part of it: a call's id is known when it is compiled, before
 // it runs. docs/tasks.md shows every form with examples.
 //
@@ -35,6 +38,13 @@ std::string_view state_name(State state);  // "Open", "Queued", "In Progress", "
 Result<Role> parse_role(std::string_view name);
 Result<State> parse_state(std::string_view name);
 
+// Who made a tool-made task: the creating call and the revision it ran.
+struct Provenance {
+  std::string task;      // the function-call task id "sha256:…"
+  std::string revision;  // the tool revision that call was pinned to
+  friend bool operator==(const Provenance&, const Provenance&) = default;
+};
+
 struct Task {
   std::string id;                              // "sha256:…" of the identity
   std::optional<std::string> parent_id;
@@ -44,7 +54,12 @@ struct Task {
   State state = State::open;
   std::optional<std::string> tool_revision;    // function calls: pinned tool revision
   std::optional<std::string> settings_revision;
+  std::optional<Provenance> created_by;        // tool-made tasks only; part of the identity
 };
+
+// {"task", "revision"} of a provenance, and back (Errc::invalid_task).
+json::Value provenance_json(const Provenance& p);
+Result<Provenance> parse_provenance(const json::Value& value);
 
 // The content kind: "message", "functionCall", "toolResult", "toolDefinition", or
 // Errc::invalid_task if content is not an object with exactly one known member.
@@ -58,7 +73,8 @@ Result<void> check_content(Role role, const json::Value& content);
 json::Value identity(const Task& task);
 
 // The task as shown and exchanged: {"id", "parentId", "role", "state",
-// "labels", "content", "toolRevision", "settingsRevision"} (absent ids null).
+// "labels", "content", "toolRevision", "settingsRevision", "createdBy"}
+// (absent ids and provenance null).
 json::Value task_json(const Task& task);
 
 // content_id_of(identity(task)).
