@@ -32,7 +32,7 @@ std::vector<tasks::Task> lineage_of(Env& env, const std::optional<std::string>& 
 
 // Compiles a draft below `parent` in its lexical scope, as stored.
 Result<tasks::Compiled> compile_at(Env& env, Role role, Value content, const std::optional<std::string>& parent) {
-  return tasks::compile({role, std::move(content), {}}, {lineage_of(env, parent), env.store().resolver()});
+  return tasks::compile({role, std::move(content), {}, {}}, {lineage_of(env, parent), env.store().resolver()});
 }
 
 // Compiles and stores; FAILs the check on any error.
