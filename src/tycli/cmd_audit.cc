@@ -40,7 +40,7 @@ int audit(Globals& g, const AuditArgs& a) {
     if (!since) return report(g, since.error());
     q.since = *since;
   }
-  auto st = open_store(g);
+  auto st = open_store(g, StoreUse::read);
   if (!st) return report(g, st.error());
   if (!a.revision.empty()) {
     auto rev = revision_filter(*st, a.revision);
@@ -86,7 +86,7 @@ struct LogArgs {
 
 int sandbox_log(Globals& g, const LogArgs& a) {
   if (a.limit < 0) return report(g, {taskyon::Errc::bad_usage, "--limit is 0 (all) or a positive number", "--limit"});
-  auto st = open_store(g);
+  auto st = open_store(g, StoreUse::read);
   if (!st) return report(g, st.error());
   std::optional<std::string> revision;
   if (!a.revision.empty()) {

@@ -82,7 +82,7 @@ int install_all(Globals& g, const std::vector<registry::Manifest>& manifests, bo
 int install(Globals& g, const InstallArgs& a) {
   std::vector<registry::Manifest> manifests;
   for (const auto& file : a.files) {
-    auto value = read_json_file(file);
+    auto value = read_json_file(file, kMaxManifestFileBytes, "the tool definition");
     if (!value) return report(g, value.error());
     auto manifest = registry::parse_manifest(*value);
     if (!manifest) {
@@ -98,7 +98,7 @@ int install(Globals& g, const InstallArgs& a) {
 }
 
 int list(Globals& g) {
-  auto st = open_store(g);
+  auto st = open_store(g, StoreUse::read);
   if (!st) return report(g, st.error());
   auto tools = st->tools();
   if (!tools) return report(g, tools.error());
@@ -122,7 +122,7 @@ int list(Globals& g) {
 }
 
 int show(Globals& g, const std::string& ref) {
-  auto st = open_store(g);
+  auto st = open_store(g, StoreUse::read);
   if (!st) return report(g, st.error());
   auto rev = st->resolve(ref);
   if (!rev) return report(g, rev.error());
@@ -154,7 +154,7 @@ int activate(Globals& g, const std::string& name, const std::string& ref) {
 }
 
 int history(Globals& g, const std::string& name) {
-  auto st = open_store(g);
+  auto st = open_store(g, StoreUse::read);
   if (!st) return report(g, st.error());
   auto h = st->history(name);
   if (!h) return report(g, h.error());
