@@ -147,6 +147,7 @@ TEST(StoreConcurrency, EightProcessesOfMixedOperationsLoseNothing) {
           e.revision = revision;
           e.capability = "test.mark";
           e.target = key;
+          e.verdict = capability::Verdict::allow;
           e.reason = "concurrency test";
           e.task = caller.task;
           auto a = append_audit(*st, std::move(e));
@@ -185,8 +186,14 @@ TEST(StoreConcurrency, AnActiveReadDoesNotMakeAWriteGiveUp) {
   auto read = st->database().prepare("SELECT name FROM sqlite_master");
   ASSERT_TRUE(read);
   ASSERT_TRUE(*read->step());  // a read snapshot is now open on `st`
-  // Another connection holds the write lock for a moment.
+  // Another connection writes (so that snapshot is now stale) and holds the
+  // write lock for a moment.
   ASSERT_TRUE(other->database().exec("BEGIN IMMEDIATE"));
+  AuditEntry first;
+  first.revision = "sha256:" + std::string(64, 'b');
+  first.capability = "test.write";
+  first.reason = "the other connection";
+  ASSERT_TRUE(append_audit(*other, first));
   std::thread release([&] {
     ::usleep(300 * 1000);
     (void)other->database().exec("COMMIT");
@@ -198,6 +205,7 @@ TEST(StoreConcurrency, AnActiveReadDoesNotMakeAWriteGiveUp) {
   auto a = append_audit(*st, e);  // waits for the lock instead of failing at once
   release.join();
   EXPECT_TRUE(a) << (a ? "" : a.error().describe());
+  EXPECT_EQ(count(*st, "SELECT count(*) FROM audit_log"), 2);
 }
 
 }  // namespace
