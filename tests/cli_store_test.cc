@@ -53,8 +53,12 @@ TEST_F(CliStore, ReadCommandsWorkOnAReadOnlyStoreAndWritesNameIt) {  // issue 18
                                  "grant list", "sandbox log", "secret list add", "popup list"}) {
     auto r = read_only_tycli(args);
     EXPECT_EQ(r.exit_code, 0) << args << ": " << r.err;
-    if (args == "tool list") EXPECT_THAT(r.out, HasSubstr("add"));
-    if (args == "grant list") EXPECT_THAT(r.out, HasSubstr("https://api.example.com"));
+    if (args == "tool list") {
+      EXPECT_THAT(r.out, HasSubstr("add"));
+    }
+    if (args == "grant list") {
+      EXPECT_THAT(r.out, HasSubstr("https://api.example.com"));
+    }
   }
   // While another process has the store open (its WAL index exists), too.
   auto open = store::Store::open(db);
@@ -63,7 +67,7 @@ TEST_F(CliStore, ReadCommandsWorkOnAReadOnlyStoreAndWritesNameIt) {  // issue 18
   EXPECT_EQ(listed.exit_code, 0) << listed.err;
   EXPECT_THAT(listed.out, HasSubstr("add"));
 
-  for (const std::string args : {"tool install " + kExamples + "uppercase.json", "grant storage add",
+  for (const std::string& args : std::vector<std::string>{"tool install " + kExamples + "uppercase.json", "grant storage add",
                                  "call add --args '{\"num1\": 1, \"num2\": 2}'"}) {
     auto r = read_only_tycli(args);
     EXPECT_EQ(r.exit_code, 3) << args;
@@ -83,7 +87,7 @@ TEST_F(CliStore, DevicesAndHugeFilesAreRefusedWithoutReadingThem) {  // issues 1
       {{"call", "add", "--args", "@" + sparse}, "the limit is 4194304 bytes"},
       {{"run", "/dev/zero"}, "not a regular file"},
       {{"run", sparse}, "the limit is 16777216 bytes"},
-      {{"run", home.path().string()}, "not a regular file"},
+      {{"run", home.path().string()}, "directory"},
       {{"settings", "set", "add", "/dev/zero"}, "not a regular file"},
       {{"settings", "set", "add", sparse}, "the limit is 1048576 bytes"},
   };
