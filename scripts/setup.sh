@@ -10,6 +10,7 @@ packages=(
   libsqlite3-dev sqlite3                   # the store; sqlite3 for black-box tests
   libcli11-dev libfmt-dev                  # tycli
   libvalijson-dev                          # JSON Schema validation of call arguments
+  libre2-dev                               # JSON Schema patterns: linear-time matching, no recursion
   json-schema-test-suite                   # draft-07 conformance vectors for the argument validator
   libseccomp-dev                           # sandbox hardening: the seccomp filter
   libidn2-dev                              # fetch policy: IDNA (UTS #46) host names

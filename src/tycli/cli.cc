@@ -1,8 +1,12 @@
 #include "cli.h"
 
-#include <fstream>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <iostream>
-#include <sstream>
 
 #include <fmt/format.h>
 
@@ -37,22 +41,79 @@ int report(const Globals& g, const taskyon::Error& error) {
   return exit_code_for(error);
 }
 
-taskyon::Result<taskyon::store::Store> open_store(const Globals& g) {
+taskyon::Result<taskyon::store::Store> open_store(const Globals& g, StoreUse use) {
   std::string path = g.db_path;
   if (path.empty()) {
     auto p = taskyon::store::default_db_path();
     if (!p) return std::unexpected(p.error());
     path = *p;
   }
+  if (use == StoreUse::read) return taskyon::store::Store::open_for_reading(path);
   return taskyon::store::Store::open(path);
 }
 
-taskyon::Result<taskyon::json::Value> read_json_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return taskyon::fail(Errc::io, "cannot read file", path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  auto value = taskyon::json::parse(text.str());
+namespace {
+
+std::unexpected<taskyon::Error> too_large(std::string_view what, const std::string& path, std::size_t limit,
+                                          std::string_view size) {
+  return taskyon::fail(Errc::bad_usage,
+                       fmt::format("{} {} is {}; the limit is {} bytes (docs/limits.md)", what, path, size, limit),
+                       path);
+}
+
+// Reads `fd` to its end, refusing more than `limit` bytes without reading them.
+taskyon::Result<std::string> read_capped(int fd, std::size_t limit, std::string_view what, const std::string& name) {
+  std::string out;
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n == 0) return out;
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return taskyon::fail(Errc::io, fmt::format("cannot read {} {}: {}", what, name, std::strerror(errno)), name);
+    }
+    if (out.size() + static_cast<std::size_t>(n) > limit)
+      return too_large(what, name, limit, fmt::format("more than {} bytes", limit));
+    out.append(buf, static_cast<std::size_t>(n));
+  }
+}
+
+}  // namespace
+
+taskyon::Result<std::string> read_bounded_stdin(std::size_t limit, std::string_view what) {
+  return read_capped(STDIN_FILENO, limit, what, "from stdin");
+}
+
+taskyon::Result<std::string> read_bounded_file(const std::string& path, std::size_t limit, std::string_view what,
+                                               bool stdin_ok) {
+  if (path == "-" && stdin_ok) return read_bounded_stdin(limit, what);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+  if (fd < 0)
+    return taskyon::fail(Errc::bad_usage, fmt::format("cannot open {} {}: {}", what, path, std::strerror(errno)),
+                         path);
+  struct stat st{};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return taskyon::fail(Errc::bad_usage,
+                         fmt::format("{} {} is not a regular file (a device, FIFO or directory is refused{})", what,
+                                     path, stdin_ok ? "; `-` reads stdin" : ""),
+                         path);
+  }
+  if (static_cast<std::uint64_t>(st.st_size) > limit) {
+    ::close(fd);
+    return too_large(what, path, limit, fmt::format("{} bytes", st.st_size));
+  }
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  auto text = read_capped(fd, limit, what, path);  // the file may grow after fstat
+  ::close(fd);
+  return text;
+}
+
+taskyon::Result<taskyon::json::Value> read_json_file(const std::string& path, std::size_t limit,
+                                                     std::string_view what) {
+  auto text = read_bounded_file(path, limit, what);
+  if (!text) return std::unexpected(text.error());
+  auto value = taskyon::json::parse(*text);
   if (!value) {
     auto e = value.error();
     e.where = e.where.empty() ? path : path + ": " + e.where;
@@ -62,12 +123,17 @@ taskyon::Result<taskyon::json::Value> read_json_file(const std::string& path) {
   return value;
 }
 
-taskyon::Result<taskyon::json::Value> json_argument(const std::string& text, const std::string& option) {
+taskyon::Result<taskyon::json::Value> json_argument(const std::string& text, const std::string& option,
+                                                    std::size_t limit) {
   if (!text.empty() && text.front() == '@') {
-    auto v = read_json_file(text.substr(1));
+    auto v = read_json_file(text.substr(1), limit, fmt::format("the {} file", option));
     if (!v && v.error().code == Errc::io) v.error().code = Errc::bad_usage;
     return v;
   }
+  if (text.size() > limit)
+    return taskyon::fail(Errc::bad_usage,
+                         fmt::format("{} has {} bytes; the limit is {} bytes (docs/limits.md)", option, text.size(), limit),
+                         option);
   auto value = taskyon::json::parse(text);
   if (!value) {
     auto e = value.error();

@@ -5,8 +5,10 @@
 // 3 the environment failed (database, files, missing runtime, our bug).
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -41,14 +43,36 @@ int exit_code_for(const taskyon::Error& error);
 // and returns its exit code.
 int report(const Globals& g, const taskyon::Error& error);
 
-// Opens the store at --db or the default location.
-taskyon::Result<taskyon::store::Store> open_store(const Globals& g);
+// Opens the store at --db or the default location; StoreUse::read for
+// commands that never write (they work on a read-only store).
+enum class StoreUse { write, read };
+taskyon::Result<taskyon::store::Store> open_store(const Globals& g, StoreUse use = StoreUse::write);
 
-// Reads and strictly parses a JSON file; errors name the file.
-taskyon::Result<taskyon::json::Value> read_json_file(const std::string& path);
+// Limits of files named on the command line (docs/limits.md). A file must be a
+// regular file (or `-`, stdin, where allowed) no larger than its limit; it is
+// stat-ed before it is read and a stream is read with the same cap, so
+// /dev/zero or a huge file is refused without reading it. Errc::bad_usage
+// naming the file and the limit.
+inline constexpr std::size_t kMaxManifestFileBytes = 4u << 20;      // tool install FILE
+inline constexpr std::size_t kMaxArgumentsFileBytes = 4u << 20;     // --args @FILE (= registry::kMaxArgumentsBytes)
+inline constexpr std::size_t kMaxConversationFileBytes = 16u << 20; // run FILE
+inline constexpr std::size_t kMaxSettingsFileBytes = 1u << 20;      // settings set NAME FILE
+inline constexpr std::size_t kMaxSecretInputBytes = 64u << 10;      // secret set … < stdin (the store keeps at most 8 KiB)
+inline constexpr std::size_t kMaxJsonFileBytes = 4u << 20;          // any other JSON file
 
-// JSON given inline or as @FILE.
-taskyon::Result<taskyon::json::Value> json_argument(const std::string& text, const std::string& option);
+// Reads a whole file (or stdin for "-" when `stdin_ok`) of at most `limit` bytes.
+taskyon::Result<std::string> read_bounded_file(const std::string& path, std::size_t limit, std::string_view what,
+                                               bool stdin_ok = false);
+// Reads stdin up to `limit` bytes; more is refused (Errc::bad_usage).
+taskyon::Result<std::string> read_bounded_stdin(std::size_t limit, std::string_view what);
+
+// Reads and strictly parses a JSON file of at most `limit` bytes; errors name the file.
+taskyon::Result<taskyon::json::Value> read_json_file(const std::string& path, std::size_t limit = kMaxJsonFileBytes,
+                                                     std::string_view what = "a JSON file");
+
+// JSON given inline or as @FILE (at most `limit` bytes).
+taskyon::Result<taskyon::json::Value> json_argument(const std::string& text, const std::string& option,
+                                                    std::size_t limit = kMaxJsonFileBytes);
 
 // Prints a JSON document on one line.
 void print_json(const taskyon::json::Value& value);

@@ -52,7 +52,7 @@ int audit(Globals& g, const AuditArgs& a) {
     if (!since) return report(g, since.error());
     q.since = *since;
   }
-  auto st = open_store(g);
+  auto st = open_store(g, StoreUse::read);
   if (!st) return report(g, st.error());
   if (!a.revision.empty()) {
     auto rev = revision_filter(*st, a.revision);
@@ -127,7 +127,7 @@ int sandbox_log_prune(Globals& g, const LogArgs& a) {
 int sandbox_log(Globals& g, const LogArgs& a) {
   if (a.prune) return sandbox_log_prune(g, a);
   if (a.limit < 0) return report(g, {taskyon::Errc::bad_usage, "--limit is 0 (all) or a positive number", "--limit"});
-  auto st = open_store(g);
+  auto st = open_store(g, StoreUse::read);
   if (!st) return report(g, st.error());
   std::optional<std::string> revision;
   if (!a.revision.empty()) {

@@ -104,7 +104,7 @@ int call(Globals& g, const CallArgs& a) {
   } else {
     const std::vector<std::string> args = a.args.empty() ? std::vector<std::string>{"{}"} : a.args;
     for (const auto& text : args) {
-      auto value = json_argument(text, "--args");
+      auto value = json_argument(text, "--args", kMaxArgumentsFileBytes);
       if (!value) return report(g, value.error());
       auto compiled = tasks::compile(tasks::function_call(a.tool, std::move(*value)), {{}, st->resolver()});
       if (!compiled) return report(g, compiled.error());

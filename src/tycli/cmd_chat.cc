@@ -26,7 +26,7 @@ taskyon::Result<std::vector<tasks::Task>> path_to(taskyon::store::Store& st, con
 }
 
 int tools(Globals& g, const ChatArgs& a) {
-  auto st = open_store(g);
+  auto st = open_store(g, StoreUse::read);
   if (!st) return report(g, st.error());
   auto lineage = path_to(*st, a.at);
   if (!lineage) return report(g, lineage.error());
@@ -46,7 +46,7 @@ int tools(Globals& g, const ChatArgs& a) {
 }
 
 int messages(Globals& g, const ChatArgs& a) {
-  auto st = open_store(g);
+  auto st = open_store(g, StoreUse::read);
   if (!st) return report(g, st.error());
   auto path = path_to(*st, a.at);
   if (!path) return report(g, path.error());
@@ -61,7 +61,7 @@ int messages(Globals& g, const ChatArgs& a) {
 int copy(Globals& g, const ChatArgs& a) {
   if (a.format != "md" && a.format != "json")
     return report(g, {taskyon::Errc::bad_usage, "--format must be md or json", "--format"});
-  auto st = open_store(g);
+  auto st = open_store(g, StoreUse::read);
   if (!st) return report(g, st.error());
   auto path = path_to(*st, a.at);
   if (!path) return report(g, path.error());

@@ -110,7 +110,7 @@ int grant_storage(Globals& g, const std::string& ref) {
 }
 
 int list(Globals& g, const std::string& ref) {
-  auto st = open_store(g);
+  auto st = open_store(g, StoreUse::read);
   if (!st) return report(g, st.error());
   std::optional<std::string> revision;
   if (!ref.empty()) {

@@ -70,7 +70,7 @@ int revoke(Globals& g, const PopupArgs& a) {
 }
 
 int list(Globals& g) {
-  auto st = open_store(g);
+  auto st = open_store(g, StoreUse::read);
   if (!st) return report(g, st.error());
   auto all = store::popup_permissions(*st);
   if (!all) return report(g, all.error());

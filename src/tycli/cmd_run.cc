@@ -40,7 +40,7 @@ Value step_json(const invoke::Step& s) {
 int run(Globals& g, const RunArgs& a) {
   if (a.timeout_ms <= 0)
     return report(g, {taskyon::Errc::bad_usage, "--timeout must be a positive number of milliseconds", "--timeout"});
-  auto file = read_json_file(a.file);
+  auto file = read_json_file(a.file, kMaxConversationFileBytes, "the conversation file");
   if (!file) return report(g, file.error());
   auto entries = taskyon::tasks::parse_conversation(*file);
   if (!entries) {

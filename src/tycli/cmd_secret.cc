@@ -30,7 +30,7 @@ struct SecretArgs {
 
 // stdin up to EOF (a pipe or file), or one line typed without echo on a TTY;
 // one trailing "\n" or "\r\n" is removed.
-std::string read_value(const std::string& name) {
+taskyon::Result<std::string> read_value(const std::string& name) {
   std::string value;
   if (::isatty(STDIN_FILENO)) {
     std::cerr << fmt::format("value of secret {} (not echoed): ", name) << std::flush;
@@ -41,11 +41,13 @@ std::string read_value(const std::string& name) {
       quiet.c_lflag &= ~static_cast<tcflag_t>(ECHO);
       ::tcsetattr(STDIN_FILENO, TCSAFLUSH, &quiet);
     }
-    std::getline(std::cin, value);
+    std::getline(std::cin, value);  // one line: the terminal bounds its length
     if (tty) ::tcsetattr(STDIN_FILENO, TCSAFLUSH, &old);
     std::cerr << "\n";
   } else {
-    value.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+    auto all = read_bounded_stdin(kMaxSecretInputBytes, "the secret");
+    if (!all) return std::unexpected(all.error());
+    value = std::move(*all);
   }
   if (value.ends_with('\n')) value.pop_back();
   if (value.ends_with('\r')) value.pop_back();
@@ -83,7 +85,8 @@ int set(Globals& g, const SecretArgs& a) {
   auto rev = st->resolve(a.rev);
   if (!rev) return report(g, rev.error());
   const auto value = read_value(a.name);
-  auto r = store::set_secret(*st, rev->id, *origin, a.name, value, os_user_name());
+  if (!value) return report(g, value.error());
+  auto r = store::set_secret(*st, rev->id, *origin, a.name, *value, os_user_name());
   if (!r) return report(g, r.error());
   warn_if_readable_by_others(g);
   if (g.json)
@@ -94,7 +97,7 @@ int set(Globals& g, const SecretArgs& a) {
 }
 
 int list(Globals& g, const std::string& ref) {
-  auto st = open_store(g);
+  auto st = open_store(g, StoreUse::read);
   if (!st) return report(g, st.error());
   std::optional<std::string> revision;
   if (!ref.empty()) {

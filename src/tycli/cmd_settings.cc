@@ -17,7 +17,7 @@ using taskyon::json::Value;
 namespace store = taskyon::store;
 
 int set(Globals& g, const std::string& name, const std::string& file) {
-  auto value = read_json_file(file);
+  auto value = read_json_file(file, kMaxSettingsFileBytes, "the settings file");
   if (!value) return report(g, value.error());
   auto st = open_store(g);
   if (!st) return report(g, st.error());
@@ -36,7 +36,7 @@ int set(Globals& g, const std::string& name, const std::string& file) {
 
 // NAME shows the bound settings; a settings revision id shows that revision.
 int show(Globals& g, const std::string& ref) {
-  auto st = open_store(g);
+  auto st = open_store(g, StoreUse::read);
   if (!st) return report(g, st.error());
   std::string revision = ref;
   std::optional<std::string> name;
@@ -65,7 +65,7 @@ int show(Globals& g, const std::string& ref) {
 }
 
 int history(Globals& g, const std::string& name) {
-  auto st = open_store(g);
+  auto st = open_store(g, StoreUse::read);
   if (!st) return report(g, st.error());
   auto h = store::settings_history(*st, name);
   if (!h) return report(g, h.error());

@@ -12,7 +12,7 @@ namespace {
 using taskyon::json::Value;
 
 int show(Globals& g, const std::string& ref) {
-  auto st = open_store(g);
+  auto st = open_store(g, StoreUse::read);
   if (!st) return report(g, st.error());
   auto t = st->task(ref);  // verified: a tampered row is an integrity error, never shown as valid
   if (!t) return report(g, t.error());
@@ -39,7 +39,7 @@ int show(Globals& g, const std::string& ref) {
 }
 
 int tree(Globals& g, const std::string& ref) {
-  auto st = open_store(g);
+  auto st = open_store(g, StoreUse::read);
   if (!st) return report(g, st.error());
   std::vector<taskyon::tasks::Task> roots;
   if (ref.empty()) {

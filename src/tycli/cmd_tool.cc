@@ -83,7 +83,7 @@ int install_all(Globals& g, const std::vector<registry::Manifest>& manifests, bo
 int install(Globals& g, const InstallArgs& a) {
   std::vector<registry::Manifest> manifests;
   for (const auto& file : a.files) {
-    auto value = read_json_file(file);
+    auto value = read_json_file(file, kMaxManifestFileBytes, "the tool definition");
     if (!value) return report(g, value.error());
     auto manifest = registry::parse_manifest(*value);
     if (!manifest) {
@@ -99,7 +99,7 @@ int install(Globals& g, const InstallArgs& a) {
 }
 
 int list(Globals& g) {
-  auto st = open_store(g);
+  auto st = open_store(g, StoreUse::read);
   if (!st) return report(g, st.error());
   auto tools = st->tools();
   if (!tools) return report(g, tools.error());
@@ -123,7 +123,7 @@ int list(Globals& g) {
 }
 
 int show(Globals& g, const std::string& ref) {
-  auto st = open_store(g);
+  auto st = open_store(g, StoreUse::read);
   if (!st) return report(g, st.error());
   auto rev = st->resolve(ref);
   if (!rev) return report(g, rev.error());
@@ -155,7 +155,7 @@ int activate(Globals& g, const std::string& name, const std::string& ref) {
 }
 
 int history(Globals& g, const std::string& name) {
-  auto st = open_store(g);
+  auto st = open_store(g, StoreUse::read);
   if (!st) return report(g, st.error());
   auto h = st->history(name);
   if (!h) return report(g, h.error());

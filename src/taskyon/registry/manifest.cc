@@ -87,7 +87,9 @@ Result<void> parse_class_fields(const json::Value& d, Manifest& m) {
         return fail(Errc::invalid_manifest, "\"code\" is empty (expected a JavaScript function expression)", "/code");
       if (code->size() > kMaxCodeBytes)
         return fail(Errc::invalid_manifest,
-                    fmt::format("\"code\" is {} bytes; the limit is {} bytes", code->size(), kMaxCodeBytes), "/code");
+                    fmt::format("\"code\" is {} bytes; the limit is {} bytes (docs/limits.md)", code->size(),
+                                kMaxCodeBytes),
+                    "/code");
       m.runtime = *runtime;
       m.code = *code;
       for (auto f : {"native", "service"})
@@ -153,10 +155,21 @@ Result<Manifest> parse_manifest(const json::Value& d) {
 
   auto description = required_string(d, "description");
   if (!description) return std::unexpected(description.error());
+  if (description->size() > kMaxDescriptionBytes)
+    return fail(Errc::invalid_manifest,
+                fmt::format("\"description\" is {} bytes; the limit is {} bytes (docs/limits.md)", description->size(),
+                            kMaxDescriptionBytes),
+                "/description");
   m.description = *description;
 
   if (!d.contains("parameters"))
     return fail(Errc::invalid_manifest, "missing required field \"parameters\" (a JSON Schema object for the arguments)",
+                "/parameters");
+  // Bounded before valijson reads it (its parser recurses and copies).
+  if (auto size = json::canonicalize(d["parameters"]); size && size->size() > kMaxParametersBytes)
+    return fail(Errc::invalid_manifest,
+                fmt::format("\"parameters\" is {} bytes of canonical JSON; the limit is {} bytes (docs/limits.md)",
+                            size->size(), kMaxParametersBytes),
                 "/parameters");
   if (auto r = check_parameters_schema(d["parameters"]); !r) return std::unexpected(r.error());
   m.parameters = d["parameters"];
@@ -171,6 +184,11 @@ Result<Manifest> parse_manifest(const json::Value& d) {
       return fail(Errc::invalid_manifest, "\"capabilities\" must be an object", "/capabilities");
     m.capabilities = d["capabilities"];
   }
+  if (auto whole = json::canonicalize(d); whole && whole->size() > kMaxManifestBytes)
+    return fail(Errc::invalid_manifest,
+                fmt::format("the tool definition is {} bytes of canonical JSON; the limit is {} bytes (docs/limits.md)",
+                            whole->size(), kMaxManifestBytes),
+                "");
   m.definition = d;
   return m;
 }

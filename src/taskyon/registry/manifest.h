@@ -26,7 +26,11 @@ enum class Execution { sandboxed_code, trusted_native, external_service };
 // "sandboxed-code", "trusted-native", "external-service".
 std::string_view execution_name(Execution execution);
 
-inline constexpr std::size_t kMaxCodeBytes = 1u << 20;  // manifest `code`, bytes
+// Limits of a manifest's fields (docs/limits.md); a refusal names the limit.
+inline constexpr std::size_t kMaxCodeBytes = 1u << 20;           // `code`, bytes of UTF-8
+inline constexpr std::size_t kMaxDescriptionBytes = 64u << 10;   // `description`, bytes of UTF-8
+inline constexpr std::size_t kMaxParametersBytes = 256u << 10;   // `parameters`, bytes of canonical JSON
+inline constexpr std::size_t kMaxManifestBytes = 2u << 20;       // the whole manifest, bytes of canonical JSON
 
 struct Manifest {
   std::string name;

@@ -16,6 +16,144 @@
 #include <valijson/validation_results.hpp>
 #include <valijson/validator.hpp>
 
+#include <re2/re2.h>
+
+#include "taskyon/registry/pattern.h"
+
+// valijson 1.0 (Debian) matches `pattern`, `patternProperties` and the date
+// formats with std::regex, which recurses per character (a stack overflow on
+// a long subject or a deeply nested pattern) and backtracks exponentially
+// (`^(a+)+$`). It has no regex hook (later releases have ValidatorT<Engine>),
+// so the three visits that use std::regex are explicitly specialized here for
+// the two adapters validate_arguments instantiates, matching with RE2
+// instead. Only this file instantiates valijson's visitor.
+namespace taskyon::registry::valijson_re2 {
+
+// The patterns compiled during one validate_arguments call on this thread.
+thread_local std::unordered_map<std::string, Pattern>* t_patterns = nullptr;
+
+// Throws (valijson's error channel; validate_arguments catches it) when a
+// stored schema has a pattern RE2 cannot match.
+inline const Pattern& pattern(const std::string& ecma) {
+  if (t_patterns) {
+    if (auto it = t_patterns->find(ecma); it != t_patterns->end()) return it->second;
+  }
+  auto compiled = Pattern::compile(ecma);
+  if (!compiled) throw std::runtime_error(compiled.error().message);
+  if (!t_patterns) throw std::runtime_error("internal: pattern matched outside validate_arguments");
+  return t_patterns->emplace(ecma, std::move(*compiled)).first->second;
+}
+
+// valijson's date, time and date-time shapes (RFC 3339), fully matched.
+// Returns false when `s` has no such shape; else month and day for the range check.
+inline bool date_shape(const std::string& format, const std::string& s, int& month, int& day) {
+  static const RE2 date("([0-9]+)-(0[1-9]|1[012])-(0[1-9]|[12][0-9]|3[01])");
+  static const RE2 time(
+      "([01][0-9]|2[0-3]):([0-5][0-9]):([0-5][0-9]|60)(\\.[0-9]+)?(([Zz])|([\\+|\\-]([01][0-9]|2[0-3]):[0-5][0-9]))");
+  static const RE2 datetime(
+      "([0-9]+)-(0[1-9]|1[012])-(0[1-9]|[12][0-9]|3[01])[Tt]([01][0-9]|2[0-3]):([0-5][0-9]):([0-5][0-9]|60)"
+      "(\\.[0-9]+)?(([Zz])|([\\+|\\-]([01][0-9]|2[0-3]):[0-5][0-9]))");
+  month = 1;
+  day = 1;
+  if (format == "time") return RE2::FullMatch(s, time);
+  return RE2::FullMatch(s, format == "date" ? date : datetime, nullptr, &month, &day);
+}
+
+}  // namespace taskyon::registry::valijson_re2
+
+namespace valijson {
+
+#define TASKYON_RE2_STRING_VISITS(ADAPTER)                                                                      \
+  template <>                                                                                                   \
+  bool ValidationVisitor<ADAPTER>::visit(const constraints::PatternConstraint& constraint) {                   \
+    if ((m_strictTypes && !m_target.isString()) || !m_target.maybeString()) return true;                      \
+    const std::string pattern(constraint.getPattern<std::string::allocator_type>());                            \
+    if (taskyon::registry::valijson_re2::pattern(pattern).search(m_target.asString())) return true;            \
+    if (m_results) m_results->pushError(m_context, "Failed to match regex specified by 'pattern' constraint."); \
+    return false;                                                                                               \
+  }                                                                                                             \
+  template <>                                                                                                   \
+  bool ValidationVisitor<ADAPTER>::visit(const constraints::FormatConstraint& constraint) {                    \
+    const std::string s = m_target.asString();                                                                  \
+    const std::string format = constraint.getFormat();                                                          \
+    if (format != "date" && format != "time" && format != "date-time") return true;                           \
+    int month = 0, day = 0;                                                                                     \
+    if (taskyon::registry::valijson_re2::date_shape(format, s, month, day)) return validate_date_range(month, day); \
+    if (m_results) m_results->pushError(m_context, "String should be a valid " + format);                      \
+    return false;                                                                                               \
+  }
+
+TASKYON_RE2_STRING_VISITS(adapters::NlohmannJsonAdapter)
+TASKYON_RE2_STRING_VISITS(adapters::StdStringAdapter)
+#undef TASKYON_RE2_STRING_VISITS
+
+// valijson's own visit, with 'patternProperties' matched by RE2.
+template <>
+bool ValidationVisitor<adapters::NlohmannJsonAdapter>::visit(const constraints::PropertiesConstraint& constraint) {
+  using Adapter = adapters::NlohmannJsonAdapter;
+  if ((m_strictTypes && !m_target.isObject()) || !m_target.maybeObject()) return true;
+  bool validated = true;
+  std::set<std::string> propertiesMatched;
+  const typename Adapter::Object object = m_target.asObject();
+  constraint.applyToProperties(ValidatePropertySubschemas(object, m_context, true, m_results != nullptr, true,
+                                                          m_strictTypes, m_results, &propertiesMatched, &validated,
+                                                          m_regexesCache));
+  if (!validated && !m_results) return false;
+
+  constraint.applyToPatternProperties([&](const auto& patternProperty, const Subschema* subschema) {
+    const std::string patternPropertyStr(patternProperty.c_str());
+    const auto& re = taskyon::registry::valijson_re2::pattern(patternPropertyStr);
+    for (const typename Adapter::ObjectMember m : object) {
+      if (!re.search(m.first)) continue;
+      propertiesMatched.insert(m.first);
+      std::vector<std::string> newContext = m_context;
+      newContext.push_back("[" + m.first + "]");
+      ValidationVisitor validator(m.second, newContext, m_strictTypes, m_results, m_regexesCache);
+      if (validator.validateSchema(*subschema)) continue;
+      if (m_results)
+        m_results->pushError(m_context,
+                             "Failed to validate against schema associated with pattern '" + patternPropertyStr + "'.");
+      validated = false;
+      return false;  // as valijson: the first failing property ends the patternProperties check
+    }
+    return true;
+  });
+
+  const Subschema* additionalPropertiesSubschema = constraint.getAdditionalPropertiesSubschema();
+  if (!additionalPropertiesSubschema) {
+    if (propertiesMatched.size() != m_target.getObjectSize()) {
+      if (m_results) {
+        std::string unwanted;
+        for (const typename Adapter::ObjectMember m : object) {
+          if (propertiesMatched.find(m.first) == propertiesMatched.end()) {
+            unwanted = m.first;
+            break;
+          }
+        }
+        m_results->pushError(m_context,
+                             "Object contains a property that could not be validated using 'properties' or "
+                             "'additionalProperties' constraints: '" +
+                                 unwanted + "'.");
+      }
+      return false;
+    }
+    return validated;
+  }
+  for (const typename Adapter::ObjectMember m : object) {
+    if (propertiesMatched.find(m.first) != propertiesMatched.end()) continue;
+    std::vector<std::string> newContext = m_context;
+    newContext.push_back("[" + m.first + "]");
+    ValidationVisitor validator(m.second, newContext, m_strictTypes, m_results, m_regexesCache);
+    if (!validator.validateSchema(*additionalPropertiesSubschema)) {
+      if (m_results) m_results->pushError(m_context, "Failed to validate against additional properties schema");
+      validated = false;
+    }
+  }
+  return validated;
+}
+
+}  // namespace valijson
+
 namespace taskyon::registry {
 namespace {
 
@@ -35,18 +173,6 @@ std::string to_pointer(const std::vector<std::string>& context) {
 // True if `longer` is a strict extension of `prefix`.
 bool extends(const std::vector<std::string>& longer, const std::vector<std::string>& prefix) {
   return longer.size() > prefix.size() && std::equal(prefix.begin(), prefix.end(), longer.begin());
-}
-
-bool uses_patterns(const json::Value& schema) {
-  if (schema.is_object()) {
-    if (schema.contains("pattern") || schema.contains("patternProperties")) return true;
-    for (const auto& [_, v] : schema.items())
-      if (uses_patterns(v)) return true;
-  } else if (schema.is_array()) {
-    for (const auto& v : schema)
-      if (uses_patterns(v)) return true;
-  }
-  return false;
 }
 
 // The property a valijson summary line names ("… property name 'a'."), if any.
@@ -79,31 +205,6 @@ void widen_huge_unsigned(json::Value& v) {
   }
 }
 
-// std::regex (valijson's pattern engine) recurses per character: a long
-// string checked against a pattern would overflow the stack.
-Result<void> check_subject(const json::Value& v, bool patterns, const std::string& where) {
-  if (patterns && v.is_string() && v.get_ref<const std::string&>().size() > kMaxPatternSubjectBytes)
-    return fail(Errc::invalid_arguments,
-                fmt::format("a string of {} bytes is too long to check against a pattern (the limit is {} bytes)",
-                            v.get_ref<const std::string&>().size(), kMaxPatternSubjectBytes),
-                where);
-  if (v.is_object()) {
-    for (const auto& [key, child] : v.items()) {
-      if (patterns && key.size() > kMaxPatternSubjectBytes)
-        return fail(Errc::invalid_arguments, "a member name is too long to check against a pattern", where);
-      if (auto r = check_subject(child, patterns, (where == "/" ? "" : where) + "/" + key); !r) return r;
-    }
-  } else if (v.is_array()) {
-    for (std::size_t i = 0; i < v.size(); ++i)
-      if (auto r = check_subject(v[i], patterns, fmt::format("{}/{}", where == "/" ? "" : where, i)); !r) return r;
-  }
-  return {};
-}
-
-Result<void> check_validatable(const json::Value& parameters, const json::Value& arguments, const std::string& where) {
-  return check_subject(arguments, uses_patterns(parameters), where);
-}
-
 Result<void> load(const json::Value& parameters, valijson::Schema& schema) {
   try {
     valijson::SchemaParser parser(valijson::SchemaParser::kDraft7);
@@ -118,6 +219,8 @@ Result<void> load(const json::Value& parameters, valijson::Schema& schema) {
 
 }  // namespace
 
+static Result<void> validate_bounded(const json::Value& parameters, const json::Value& arguments);
+
 Result<void> check_parameters_schema(const json::Value& parameters) {
   if (!parameters.is_object())
     return fail(Errc::invalid_manifest, "\"parameters\" must be a JSON Schema object", "/parameters");
@@ -127,22 +230,40 @@ Result<void> check_parameters_schema(const json::Value& parameters) {
                 "\"parameters\" must have \"type\": \"object\" (tools take an object of named arguments)",
                 "/parameters/type");
   valijson::Schema schema;
-  return load(parameters, schema);
+  if (auto r = load(parameters, schema); !r) return r;
+  return check_schema_patterns(parameters, "/parameters");
 }
 
 Result<void> validate_arguments(const json::Value& parameters, const json::Value& arguments) {
-  if (auto r = check_validatable(parameters, arguments, "/"); !r) return r;
+  // Bounded before validation: valijson copies and walks the whole value.
+  // (A value RFC 8785 cannot represent is refused where the call is hashed.)
+  auto canonical = json::canonicalize(arguments);
+  if (canonical && canonical->size() > kMaxArgumentsBytes)
+    return fail(Errc::invalid_arguments,
+                fmt::format("the arguments are {} bytes of canonical JSON; the limit is {} bytes (docs/limits.md)",
+                            canonical->size(), kMaxArgumentsBytes),
+                "/");
+  return validate_bounded(parameters, arguments);
+}
+
+static Result<void> validate_bounded(const json::Value& parameters, const json::Value& arguments) {
   if (has_huge_unsigned(parameters) || has_huge_unsigned(arguments)) {
     json::Value p = parameters, a = arguments;
     widen_huge_unsigned(p);
     widen_huge_unsigned(a);
-    return validate_arguments(p, a);
+    return validate_bounded(p, a);
   }
   valijson::Schema schema;
   if (auto r = load(parameters, schema); !r) return r;
   valijson::Validator validator;
   valijson::ValidationResults results;
   valijson::adapters::NlohmannJsonAdapter target(arguments);
+  std::unordered_map<std::string, Pattern> patterns;
+  struct Scope {
+    explicit Scope(std::unordered_map<std::string, Pattern>* p) : saved(valijson_re2::t_patterns) { valijson_re2::t_patterns = p; }
+    ~Scope() { valijson_re2::t_patterns = saved; }
+    std::unordered_map<std::string, Pattern>* saved;
+  } scope(&patterns);
   try {
     if (validator.validate(schema, target, &results)) return {};
   } catch (const std::exception& e) {

@@ -10,17 +10,18 @@
 namespace taskyon::registry {
 
 // A manifest's `parameters`: a JSON Schema object with "type": "object" (model
-// providers call tools with an object of named arguments) that valijson accepts.
-// Errc::invalid_manifest, `where` under "/parameters".
+// providers call tools with an object of named arguments) that valijson accepts
+// and whose patterns RE2 can match (pattern.h: no backreference or lookaround).
+// Errc::invalid_manifest, `where` under "/parameters" (a pattern's own pointer).
 Result<void> check_parameters_schema(const json::Value& parameters);
 
-// Strings checked against a `pattern` are bounded: valijson's std::regex
-// recurses per character and would overflow the stack on long input.
-inline constexpr std::size_t kMaxPatternSubjectBytes = 4096;
+// Call arguments are at most this many bytes of canonical JSON, checked before
+// validation (docs/limits.md); below the sandbox's 8 MiB frame.
+inline constexpr std::size_t kMaxArgumentsBytes = 4u << 20;
 
-// Validates call arguments against `parameters`. Integers above 2^63 - 1 and
-// strings over kMaxPatternSubjectBytes under a schema with patterns are
-// refused before validation (Errc::invalid_arguments). Errc::invalid_arguments; the
+// Validates call arguments against `parameters`. Patterns and the date formats
+// are matched by RE2, in time linear in the string's length, with no length
+// cap; integers above 2^63 - 1 are compared as doubles. Errc::invalid_arguments; the
 // message lists each broken rule with the argument's JSON pointer
 // (e.g. "/num1: value type is not allowed"), `where` the first pointer.
 Result<void> validate_arguments(const json::Value& parameters, const json::Value& arguments);

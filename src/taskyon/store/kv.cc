@@ -83,6 +83,7 @@ Result<Outcome<std::optional<json::Value>>> storage_get(Store& store, const Call
     if (!v) return fail(Errc::integrity, fmt::format("stored value of \"{}\" key is not JSON", **tool), std::string(key));
     value = std::move(*v);
   }
+  stmt->reset();  // the read ends before the audit row is written
   if (auto a = audit(store, caller, "get", key, "read", nullptr,
                      fmt::format("storage grant of {} ({})", **tool, value ? "found" : "no such key"));
       !a)

@@ -227,24 +227,38 @@ constexpr std::array<std::string_view, kSchemaVersion> kMigrations = {kMigration
 
 }  // namespace
 
-Result<void> migrate(sql::Database& db) {
+Result<int> schema_version(sql::Database& db) {
   auto stmt = db.prepare("PRAGMA user_version");
   if (!stmt) return std::unexpected(stmt.error());
   auto row = stmt->step();
   if (!row) return std::unexpected(row.error());
   const auto version = static_cast<int>(stmt->integer(0));
+  stmt->reset();  // no read may stay open across the write lock below
   if (version > kSchemaVersion)
-    return fail(Errc::store, fmt::format("database schema version {} is newer than this tycli knows ({}); "
-                                         "use a newer tycli",
-                                         version, kSchemaVersion));
-  for (int v = version; v < kSchemaVersion; ++v) {
+    return fail(Errc::store,
+                fmt::format("the store's schema version {} is newer than this tycli knows ({}); use a newer tycli",
+                            version, kSchemaVersion),
+                db.path());
+  return version;
+}
+
+Result<void> migrate(sql::Database& db) {
+  for (;;) {
+    auto seen = schema_version(db);
+    if (!seen) return std::unexpected(seen.error());
+    if (*seen == kSchemaVersion) return {};
+    // Another process may be migrating the same new store: the version is
+    // read again under the write lock, and each step applied exactly once.
     auto tx = sql::Transaction::begin(db);
     if (!tx) return std::unexpected(tx.error());
-    if (auto r = db.exec(kMigrations[static_cast<std::size_t>(v)]); !r) return r;
-    if (auto r = db.exec(fmt::format("PRAGMA user_version = {}", v + 1)); !r) return r;
+    auto v = schema_version(db);
+    if (!v) return std::unexpected(v.error());
+    if (*v < kSchemaVersion) {
+      if (auto r = db.exec(kMigrations[static_cast<std::size_t>(*v)]); !r) return r;
+      if (auto r = db.exec(fmt::format("PRAGMA user_version = {}", *v + 1)); !r) return r;
+    }
     if (auto r = tx->commit(); !r) return r;
   }
-  return {};
 }
 
 }  // namespace taskyon::store

@@ -21,8 +21,12 @@ namespace taskyon::store {
 
 inline constexpr int kSchemaVersion = 5;
 
-// Brings the database to kSchemaVersion, each step in its own transaction.
+// Brings the database to kSchemaVersion, each step in its own transaction;
+// safe when several processes migrate one new store at once.
 // Errc::store if the file has a newer schema than this build knows.
 Result<void> migrate(sql::Database& db);
+
+// PRAGMA user_version; Errc::store if newer than kSchemaVersion.
+Result<int> schema_version(sql::Database& db);
 
 }  // namespace taskyon::store

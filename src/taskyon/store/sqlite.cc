@@ -2,48 +2,145 @@
 
 #include <sqlite3.h>
 
+#include <chrono>
+
 #include <fmt/format.h>
 
 namespace taskyon::store::sql {
 namespace {
 
-std::unexpected<Error> sqlite_error(sqlite3* db, std::string_view doing) {
-  return fail(Errc::store, fmt::format("{} failed: {}", doing, db ? sqlite3_errmsg(db) : "out of memory"));
+using Clock = std::chrono::steady_clock;
+
+std::string file_of(sqlite3* db) {
+  const char* f = db ? sqlite3_db_filename(db, "main") : nullptr;
+  return f ? f : "";
 }
 
-}  // namespace
+// What to do about a failure, for people.
+std::string hint_for(int code) {
+  switch (code & 0xff) {
+    case SQLITE_READONLY:
+      return "; the store is read-only: read commands (tool list, task tree, audit, …) work on it, writes need a "
+             "writable file and directory";
+    case SQLITE_CANTOPEN:
+      return "; check that the file and its directory exist and are readable (and writable, for commands that write)";
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+      return fmt::format("; another process held the store for more than {} ms: try again", kBusyRetryMs);
+    case SQLITE_FULL:
+      return "; the disk is full";
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB:
+      return "; the file is not a Taskyon store or is damaged (sqlite3 FILE 'PRAGMA integrity_check')";
+    case SQLITE_IOERR:
+      return "; the file system reported an I/O error";
+    default:
+      return "";
+  }
+}
 
-Result<Database> Database::open(const std::string& path) {
+std::unexpected<Error> sqlite_error(sqlite3* db, std::string_view doing) {
+  const int code = db ? sqlite3_extended_errcode(db) : SQLITE_NOMEM;
+  return fail(Errc::store,
+              fmt::format("{} failed: {}{}", doing, db ? sqlite3_errmsg(db) : "out of memory", hint_for(code)),
+              file_of(db));
+}
+
+bool is_busy(int rc) { return (rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED; }
+
+// SQLite does not wait for another connection's write lock while this
+// connection holds a read snapshot (it would deadlock): before a write in
+// autocommit mode, every other statement still active is reset.
+void end_reads(sqlite3* db, sqlite3_stmt* except) {
+  if (!sqlite3_get_autocommit(db)) return;
+  for (sqlite3_stmt* s = sqlite3_next_stmt(db, nullptr); s; s = sqlite3_next_stmt(db, s))
+    if (s != except && sqlite3_stmt_busy(s)) sqlite3_reset(s);
+}
+
+// "file:" URI of a path (RFC 3986 percent-encoding of what a URI gives meaning to).
+std::string file_uri(const std::string& path, std::string_view query) {
+  std::string out = "file:";
+  for (unsigned char c : path) {
+    if (c == '%' || c == '?' || c == '#' || c < 0x21 || c >= 0x7f) out += fmt::format("%{:02X}", c);
+    else out += static_cast<char>(c);
+  }
+  out += query;
+  return out;
+}
+
+Result<sqlite3*> open_raw(const std::string& name, int flags, const std::string& path) {
   sqlite3* db = nullptr;
-  const int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-                                 nullptr);
+  const int rc = sqlite3_open_v2(name.c_str(), &db, flags | SQLITE_OPEN_NOMUTEX, nullptr);
   if (rc != SQLITE_OK) {
-    auto err = fail(Errc::store, fmt::format("cannot open database: {}", db ? sqlite3_errmsg(db) : "out of memory"),
+    auto err = fail(Errc::store,
+                    fmt::format("cannot open database: {}{}", db ? sqlite3_errmsg(db) : "out of memory", hint_for(rc)),
                     path);
     sqlite3_close(db);
     return err;
   }
-  sqlite3_busy_timeout(db, 5000);
+  sqlite3_busy_timeout(db, kBusyTimeoutMs);
   sqlite3_extended_result_codes(db, 1);
-  return Database(db);
+  return db;
 }
 
-Database::Database(Database&& other) noexcept : db_(other.db_) { other.db_ = nullptr; }
+// A read-only connection can read a WAL store only if it can use the WAL
+// index (-shm); in a read-only directory without one, the file is opened
+// immutable (nobody can be writing it there).
+bool can_read(sqlite3* db) {
+  return sqlite3_exec(db, "SELECT count(*) FROM sqlite_master", nullptr, nullptr, nullptr) == SQLITE_OK;
+}
+
+}  // namespace
+
+Result<Database> Database::open(const std::string& path, Access access) {
+  if (access == Access::read_write) {
+    auto db = open_raw(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, path);
+    if (!db) return std::unexpected(db.error());
+    Database out(*db, path);
+    if (out.read_only())
+      return fail(Errc::store,
+                  fmt::format("the store {} is read-only (its file, directory or file system) and this command writes "
+                              "to it; read commands (tool list, task tree, audit, …) still work on it",
+                              path),
+                  path);
+    return out;
+  }
+  auto db = open_raw(file_uri(path, "?mode=ro"), SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, path);
+  if (!db) return std::unexpected(db.error());
+  if (can_read(*db)) return Database(*db, path);
+  sqlite3_close(*db);
+  auto immutable = open_raw(file_uri(path, "?mode=ro&immutable=1"), SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, path);
+  if (!immutable) return std::unexpected(immutable.error());
+  Database out(*immutable, path);
+  if (!can_read(*immutable)) return sqlite_error(*immutable, "reading the store");
+  return out;
+}
+
+bool Database::read_only() const { return sqlite3_db_readonly(db_, "main") == 1; }
+
+Database::Database(Database&& other) noexcept : db_(other.db_), path_(std::move(other.path_)) { other.db_ = nullptr; }
 Database& Database::operator=(Database&& other) noexcept {
   std::swap(db_, other.db_);
+  std::swap(path_, other.path_);
   return *this;
 }
 Database::~Database() { sqlite3_close(db_); }
 
 Result<void> Database::exec(std::string_view sql) {
-  char* message = nullptr;
   const std::string text(sql);
-  if (sqlite3_exec(db_, text.c_str(), nullptr, nullptr, &message) != SQLITE_OK) {
+  end_reads(db_, nullptr);
+  const auto deadline = Clock::now() + std::chrono::milliseconds(kBusyRetryMs);
+  for (;;) {
+    char* message = nullptr;
+    const bool autocommit = sqlite3_get_autocommit(db_) != 0;
+    const int rc = sqlite3_exec(db_, text.c_str(), nullptr, nullptr, &message);
+    if (rc == SQLITE_OK) return {};
     std::string m = message ? message : sqlite3_errmsg(db_);
     sqlite3_free(message);
-    return fail(Errc::store, fmt::format("SQL failed: {}", m));
+    // Busy outside a transaction: nothing was done, so all of it is retried.
+    if (is_busy(rc) && autocommit && sqlite3_get_autocommit(db_) && Clock::now() < deadline) continue;
+    return fail(Errc::store, fmt::format("SQL failed: {}{}", m, hint_for(sqlite3_extended_errcode(db_))), path_);
   }
-  return {};
 }
 
 Result<Statement> Database::prepare(std::string_view sql) {
@@ -55,10 +152,13 @@ Result<Statement> Database::prepare(std::string_view sql) {
 
 std::int64_t Database::changes() const { return sqlite3_changes64(db_); }
 
-Statement::Statement(Statement&& other) noexcept : db_(other.db_), stmt_(other.stmt_) { other.stmt_ = nullptr; }
+Statement::Statement(Statement&& other) noexcept : db_(other.db_), stmt_(other.stmt_), started_(other.started_) {
+  other.stmt_ = nullptr;
+}
 Statement& Statement::operator=(Statement&& other) noexcept {
   std::swap(db_, other.db_);
   std::swap(stmt_, other.stmt_);
+  std::swap(started_, other.started_);
   return *this;
 }
 Statement::~Statement() { sqlite3_finalize(stmt_); }
@@ -78,10 +178,30 @@ Statement& Statement::bind_nullable(int index, const std::optional<std::string>&
 }
 
 Result<bool> Statement::step() {
-  const int rc = sqlite3_step(stmt_);
-  if (rc == SQLITE_ROW) return true;
-  if (rc == SQLITE_DONE) return false;
-  return fail(Errc::store, fmt::format("database refused the change: {}", sqlite3_errmsg(db_)));
+  const bool first = !started_;
+  started_ = true;
+  if (first && !sqlite3_stmt_readonly(stmt_)) end_reads(db_, stmt_);
+  const auto deadline = Clock::now() + std::chrono::milliseconds(kBusyRetryMs);
+  for (;;) {
+    const bool autocommit = sqlite3_get_autocommit(db_) != 0;
+    const int rc = sqlite3_step(stmt_);
+    if (rc == SQLITE_ROW) return true;
+    if (rc == SQLITE_DONE) return false;
+    // A statement of its own (autocommit) that met a busy store before its
+    // first row changed nothing: it is run again from the start.
+    if (is_busy(rc) && first && autocommit && Clock::now() < deadline) {
+      sqlite3_reset(stmt_);
+      continue;
+    }
+    auto err = sqlite_error(db_, "a statement on the store");
+    sqlite3_reset(stmt_);
+    return err;
+  }
+}
+
+void Statement::reset() {
+  sqlite3_reset(stmt_);
+  started_ = false;
 }
 
 Result<void> Statement::run() {

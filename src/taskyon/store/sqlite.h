@@ -1,4 +1,14 @@
 // A thin RAII layer over the SQLite C API, internal to the store.
+//
+// Concurrency (several tycli processes on one file): a connection waits up to
+// kBusyTimeoutMs for another's lock (busy_timeout), and a write that still
+// finds the store busy is retried whole — BEGIN IMMEDIATE of a Transaction, or
+// a single autocommit statement — until kBusyRetryMs have passed; only then is
+// it an Errc::store error. No read statement stays active across a write: a
+// write in autocommit mode first resets every statement still active on the
+// connection (SQLite cannot wait for a lock while its own connection holds a
+// read snapshot), so read what a statement returned before writing.
+// Every error names the database file (`where`) and says what to do.
 #pragma once
 
 #include <cstdint>
@@ -16,9 +26,17 @@ namespace taskyon::store::sql {
 
 class Statement;
 
+inline constexpr int kBusyTimeoutMs = 5000;  // one wait for another connection's lock
+inline constexpr int kBusyRetryMs = 60000;   // all retries of one write together
+
+enum class Access { read_write, read_only };
+
 class Database {
  public:
-  static Result<Database> open(const std::string& path);
+  // read_write opens (creating) the file; a file the OS lets us only read is
+  // Errc::store "read-only". read_only never writes, not even the WAL index
+  // when its directory is read-only (SQLite's immutable mode then).
+  static Result<Database> open(const std::string& path, Access access = Access::read_write);
   Database(Database&&) noexcept;
   Database& operator=(Database&&) noexcept;
   ~Database();
@@ -27,10 +45,13 @@ class Database {
   Result<Statement> prepare(std::string_view sql);
   std::int64_t changes() const;
   sqlite3* raw() const { return db_; }
+  bool read_only() const;
+  const std::string& path() const { return path_; }
 
  private:
-  explicit Database(sqlite3* db) : db_(db) {}
+  Database(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
   sqlite3* db_ = nullptr;
+  std::string path_;
 };
 
 // A prepared statement; bind with 1-based indexes; step() is true while a row is ready.
@@ -49,15 +70,20 @@ class Statement {
   std::string text(int column) const;
   std::optional<std::string> optional_text(int column) const;
   std::int64_t integer(int column) const;
+  // Ends the statement's read (its current row is gone); step() starts again.
+  void reset();
 
  private:
   friend class Database;
   Statement(sqlite3* db, sqlite3_stmt* stmt) : db_(db), stmt_(stmt) {}
   sqlite3* db_ = nullptr;
   sqlite3_stmt* stmt_ = nullptr;
+  bool started_ = false;  // stepped since prepare or reset
 };
 
 // Runs `sql` as a transaction: BEGIN IMMEDIATE … COMMIT, ROLLBACK on error.
+// begin() takes the write lock first (retried while busy, see above), so
+// nothing inside the transaction can meet a busy store.
 class Transaction {
  public:
   static Result<Transaction> begin(Database& db);

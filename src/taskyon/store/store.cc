@@ -97,7 +97,8 @@ Result<Store> Store::open(const std::string& path) {
   const auto parent = fs::path(path).parent_path();
   if (!parent.empty() && !fs::exists(parent, ec)) {
     fs::create_directories(parent, ec);
-    if (ec) return fail(Errc::io, fmt::format("cannot create directory: {}", ec.message()), parent.string());
+    if (ec && !fs::is_directory(parent))  // another process may have just made it
+      return fail(Errc::io, fmt::format("cannot create the store's directory: {}", ec.message()), parent.string());
     fs::permissions(parent, fs::perms::owner_all, ec);
   }
   // A new database file is created readable by its owner only: it holds
@@ -105,7 +106,7 @@ Result<Store> Store::open(const std::string& path) {
   if (!fs::exists(path, ec)) {
     const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0 && errno != EEXIST)
-      return fail(Errc::io, fmt::format("cannot create database file: {}", std::strerror(errno)), path);
+      return fail(Errc::io, fmt::format("cannot create the store {}: {}", path, std::strerror(errno)), path);
     if (fd >= 0) ::close(fd);
   }
   auto db = sql::Database::open(path);
@@ -116,6 +117,26 @@ Result<Store> Store::open(const std::string& path) {
     if (auto r = stmt->run(); !r) return std::unexpected(Error{r.error().code, r.error().message, path});
   }
   if (auto r = migrate(*db); !r) return std::unexpected(Error{r.error().code, r.error().message, path});
+  return Store(std::move(*db));
+}
+
+Result<Store> Store::open_for_reading(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return open(path);
+  auto db = sql::Database::open(path, sql::Access::read_only);
+  if (!db) return std::unexpected(db.error());
+  auto version = schema_version(*db);
+  if (!version) return std::unexpected(version.error());
+  if (*version < kSchemaVersion) {
+    auto migrated = open(path);
+    if (!migrated)
+      return fail(migrated.error().code,
+                  fmt::format("the store {} has schema version {}, older than this tycli's {}, and cannot be "
+                              "migrated: {}",
+                              path, *version, kSchemaVersion, migrated.error().message),
+                  path);
+    return migrated;
+  }
   return Store(std::move(*db));
 }
 

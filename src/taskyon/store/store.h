@@ -76,8 +76,13 @@ Result<std::string> default_db_path();
 class Store {
  public:
   // Opens (creating if absent, with parent directories, the file mode 0600)
-  // and migrates.
+  // and migrates. A store the OS lets us only read is Errc::store naming the
+  // path ("read-only"); many processes may open a new store at once.
   static Result<Store> open(const std::string& path);
+  // For commands that only read: opens an existing, migrated store read-only
+  // (a read-only file, directory or mount works); a missing or older store is
+  // opened as open() does. Writes then fail as read-only, naming the path.
+  static Result<Store> open_for_reading(const std::string& path);
 
   // Stores a validated manifest as a revision (idempotent by content) and, by
   // default, activates it when its name has no binding yet. A manifest that

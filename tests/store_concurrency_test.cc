@@ -1,0 +1,212 @@
+// The store under concurrency, on a real SQLite file and real processes
+// (fork; each child its own connection): many processes opening one new store
+// at once, and several processes doing mixed writes and reads on one store.
+// Nothing may fail with "database is locked", no audit row may be missing.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "taskyon/registry/manifest.h"
+#include "taskyon/store/audit.h"
+#include "taskyon/store/grants.h"
+#include "taskyon/store/kv.h"
+#include "taskyon/store/store.h"
+#include "test_util.h"
+
+namespace taskyon::store {
+namespace {
+
+// Forks `n` children that each wait for the start signal, run `body(i)` and
+// exit with its status (0 ok). Returns the exit statuses. Errors are written
+// to stderr by the child so a failure says what it was.
+template <typename F>
+std::vector<int> run_together(int n, F body) {
+  int gate[2];
+  if (::pipe(gate) != 0) return {};
+  std::vector<pid_t> pids;
+  for (int i = 0; i < n; ++i) {
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      ::close(gate[1]);
+      char c;
+      while (::read(gate[0], &c, 1) > 0) {
+      }  // EOF: every child is forked, go
+      std::fflush(stderr);
+      ::_exit(body(i));
+    }
+    pids.push_back(pid);
+  }
+  ::close(gate[0]);
+  ::close(gate[1]);
+  std::vector<int> statuses;
+  for (auto pid : pids) {
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    statuses.push_back(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+  }
+  return statuses;
+}
+
+int failures(const std::vector<int>& statuses) {
+  int n = 0;
+  for (int s : statuses) n += s != 0;
+  return n;
+}
+
+std::int64_t count(Store& st, const std::string& sql) {
+  auto stmt = st.database().prepare(sql);
+  if (!stmt || !*stmt->step()) return -1;
+  return stmt->integer(0);
+}
+
+TEST(StoreConcurrency, OneHundredSixtyProcessesOpenANewStoreTogether) {
+  testing::TempDir dir;
+  const std::string path = (dir / "new" / "taskyon.db").string();
+  const auto statuses = run_together(160, [&](int) {
+    auto st = Store::open(path);
+    if (!st) {
+      std::fprintf(stderr, "open: %s\n", st.error().describe().c_str());
+      return 1;
+    }
+    auto tools = st->tools();  // and it is usable
+    if (!tools) {
+      std::fprintf(stderr, "tools: %s\n", tools.error().describe().c_str());
+      return 2;
+    }
+    return 0;
+  });
+  ASSERT_EQ(statuses.size(), 160u);
+  EXPECT_EQ(failures(statuses), 0);
+  auto st = Store::open(path);
+  ASSERT_TRUE(st) << st.error().describe();
+  EXPECT_EQ(count(*st, "PRAGMA user_version"), 4);
+  EXPECT_EQ(count(*st, "SELECT count(*) FROM sqlite_master WHERE name = 'audit_log'"), 1);
+}
+
+// 8 processes × 200 operations: storage set/get/delete/list (each audited),
+// fetch grants, installs and audit rows written directly, on one store.
+TEST(StoreConcurrency, EightProcessesOfMixedOperationsLoseNothing) {
+  testing::TempDir dir;
+  const std::string path = (dir / "taskyon.db").string();
+  std::string revision;
+  {
+    auto st = Store::open(path);
+    ASSERT_TRUE(st) << st.error().describe();
+    auto installed = st->install(*registry::parse_manifest(testing::js_tool("counter", "x => x")));
+    ASSERT_TRUE(installed);
+    revision = installed->id;
+    ASSERT_TRUE(grant_storage(*st, revision, "test"));
+  }
+  constexpr int kProcesses = 8, kOps = 200;
+  const auto statuses = run_together(kProcesses, [&](int p) {
+    auto st = Store::open(path);
+    if (!st) {
+      std::fprintf(stderr, "open: %s\n", st.error().describe().c_str());
+      return 1;
+    }
+    const Caller caller{revision, fmt::format("sha256:{:064x}", p + 1)};
+    for (int i = 0; i < kOps; ++i) {
+      const std::string key = fmt::format("p{}-k{}", p, i % 10);
+      Result<void> r;
+      switch (i % 6) {
+        case 0: {
+          auto s = storage_set(*st, caller, key, json::Value(i));
+          r = !s ? Result<void>(std::unexpected(s.error())) : (!*s ? fail(Errc::internal, s->error().message) : Result<void>());
+          break;
+        }
+        case 1: {
+          auto g = storage_get(*st, caller, key);
+          r = !g ? Result<void>(std::unexpected(g.error())) : (!*g ? fail(Errc::internal, g->error().message) : Result<void>());
+          break;
+        }
+        case 2: {
+          auto l = storage_list(*st, caller, fmt::format("p{}-", p));
+          r = !l ? Result<void>(std::unexpected(l.error())) : (!*l ? fail(Errc::internal, l->error().message) : Result<void>());
+          break;
+        }
+        case 3: {
+          auto g = grant_fetch(*st, revision, fmt::format("https://p{}.example.com", p), Access::read, {}, "test");
+          r = !g ? Result<void>(std::unexpected(g.error())) : Result<void>();
+          break;
+        }
+        case 4: {
+          auto m = registry::parse_manifest(testing::js_tool(fmt::format("t{}", p), fmt::format("x => {}", i)));
+          auto in = st->install(*m);
+          r = !in ? Result<void>(std::unexpected(in.error())) : Result<void>();
+          break;
+        }
+        case 5: {
+          AuditEntry e;
+          e.revision = revision;
+          e.capability = "test.mark";
+          e.target = key;
+          e.verdict = capability::Verdict::allow;
+          e.reason = "concurrency test";
+          e.task = caller.task;
+          auto a = append_audit(*st, std::move(e));
+          r = !a ? Result<void>(std::unexpected(a.error())) : Result<void>();
+          break;
+        }
+      }
+      if (!r) {
+        std::fprintf(stderr, "process %d op %d: %s\n", p, i, r.error().describe().c_str());
+        return 3;
+      }
+    }
+    return 0;
+  });
+  EXPECT_EQ(failures(statuses), 0);
+  auto st = Store::open(path);
+  ASSERT_TRUE(st);
+  // Every storage operation (ops 0, 1, 2 of each 6) and every direct row (op 5) is in the log.
+  const int per_process = (kOps / 6) * 4 + (kOps % 6 > 0) + (kOps % 6 > 1) + (kOps % 6 > 2) + (kOps % 6 > 5);
+  for (int p = 0; p < kProcesses; ++p)
+    EXPECT_EQ(count(*st, fmt::format("SELECT count(*) FROM audit_log WHERE task = 'sha256:{:064x}'", p + 1)), per_process)
+        << "process " << p;
+  EXPECT_EQ(count(*st, "SELECT count(*) FROM audit_log WHERE verdict = 'deny'"), 0);
+  EXPECT_EQ(count(*st, "SELECT count(*) FROM fetch_grants"), kProcesses);
+}
+
+// A read left active on a connection (a statement stepped to its first row)
+// must not stop that connection's next write from waiting for the lock.
+TEST(StoreConcurrency, AnActiveReadDoesNotMakeAWriteGiveUp) {
+  testing::TempDir dir;
+  const std::string path = (dir / "taskyon.db").string();
+  auto st = Store::open(path);
+  ASSERT_TRUE(st);
+  auto other = Store::open(path);
+  ASSERT_TRUE(other);
+  auto read = st->database().prepare("SELECT name FROM sqlite_master");
+  ASSERT_TRUE(read);
+  ASSERT_TRUE(*read->step());  // a read snapshot is now open on `st`
+  // Another connection writes (so that snapshot is now stale) and holds the
+  // write lock for a moment.
+  ASSERT_TRUE(other->database().exec("BEGIN IMMEDIATE"));
+  AuditEntry first;
+  first.revision = "sha256:" + std::string(64, 'b');
+  first.capability = "test.write";
+  first.reason = "the other connection";
+  ASSERT_TRUE(append_audit(*other, first));
+  std::thread release([&] {
+    ::usleep(300 * 1000);
+    (void)other->database().exec("COMMIT");
+  });
+  AuditEntry e;
+  e.revision = "sha256:" + std::string(64, 'a');
+  e.capability = "test.write";
+  e.reason = "after an active read";
+  auto a = append_audit(*st, e);  // waits for the lock instead of failing at once
+  release.join();
+  EXPECT_TRUE(a) << (a ? "" : a.error().describe());
+  EXPECT_EQ(count(*st, "SELECT count(*) FROM audit_log"), 2);
+}
+
+}  // namespace
+}  // namespace taskyon::store
