@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -188,9 +189,18 @@ TEST(SandboxWorkdirs, SweepRemovesOnlyDirectoriesOfGoneOwners) {
 }
 
 TEST(SandboxWorkdirs, NamesCarryTheOwnersPidAndStartTime) {
+  TempDir tmp;  // the sweep below must see only this test's directory, not the shared /tmp
+  const char* old_tmpdir = std::getenv("TMPDIR");
+  const std::string saved = old_tmpdir ? old_tmpdir : "";
+  ::setenv("TMPDIR", tmp.path().c_str(), 1);
   auto dir = sandbox::make_workdir();
+  if (old_tmpdir)
+    ::setenv("TMPDIR", saved.c_str(), 1);
+  else
+    ::unsetenv("TMPDIR");
   ASSERT_TRUE(dir) << dir.error().message;
   const auto name = fs::path(*dir).filename().string();
+  EXPECT_EQ(fs::path(*dir).parent_path(), tmp.path());
   EXPECT_TRUE(name.starts_with("taskyon-sandbox-" + std::to_string(::getpid()) + "-" +
                                std::to_string(sandbox::process_start_time(::getpid()).value()) + "-"))
       << name;
