@@ -1,10 +1,17 @@
 # make demo   set-up, build, and the main job on the bundled example tools
-# make test   set-up, build (plain and ASan+UBSan), and every test in both builds
+# make test   set-up, build (plain and ASan+UBSan), every test in both builds, and a short make fuzz
+# make fuzz   libFuzzer harnesses (clang-19) in build-fuzz/, each run FUZZ_SECONDS (default 20)
+# make soak   the kill -9 crash-safety test with TASKYON_CRASH_TRIALS (default 1000) trials
 BUILD      := build
 ASAN_BUILD := build-asan
+FUZZ_BUILD := build-fuzz
+FUZZ_SECONDS ?= 20
+CI_FUZZ_SECONDS ?= 10
+TASKYON_CRASH_TRIALS ?= 1000
+CCACHE     := $(shell command -v ccache 2>/dev/null)
 JOBS       ?= $(shell nproc)
 
-.PHONY: all setup build build-asan test demo bench clean
+.PHONY: all setup build build-asan test demo bench clean fuzz soak
 
 all: build
 
@@ -25,6 +32,17 @@ test: build build-asan
 	@echo "== tests (AddressSanitizer + UndefinedBehaviorSanitizer)"
 	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --test-dir $(ASAN_BUILD) --output-on-failure -j $(JOBS)
+	@echo "== fuzz ($(CI_FUZZ_SECONDS) s per harness)"
+	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(CI_FUZZ_SECONDS)
+
+fuzz: setup
+	@cmake -S fuzz -B $(FUZZ_BUILD) -G Ninja -DCMAKE_CXX_COMPILER=clang++-19 \
+	  $(if $(CCACHE),-DCMAKE_CXX_COMPILER_LAUNCHER=$(CCACHE)) >/dev/null
+	@cmake --build $(FUZZ_BUILD) -j $(JOBS)
+	@FUZZ_SECONDS=$(FUZZ_SECONDS) bash fuzz/run.sh $(FUZZ_BUILD)
+
+soak: build
+	@TASKYON_CRASH_TRIALS=$(TASKYON_CRASH_TRIALS) $(BUILD)/taskyon_tests --gtest_filter='CrashSafety.*'
 
 demo: build
 	@bash scripts/demo.sh $(BUILD)/tycli
@@ -35,4 +53,4 @@ bench: setup
 	@$(BUILD)/bench/taskyon_bench
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

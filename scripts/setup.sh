@@ -18,6 +18,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev  # tests and benchmarks
   python3                                  # executePython: the native Python tool (P1)
   bubblewrap                               # executePython --python-isolation strict: minimal-root bwrap
+  clang-19 libclang-rt-19-dev              # make fuzz: libFuzzer harnesses (fuzz/), ASan+UBSan runtimes
 )
 
 missing=()

@@ -2,7 +2,10 @@
 //
 // Exit codes: 0 ok; 1 the tool ran and failed or was stopped (error, timeout,
 // crash); 2 bad usage or bad input (the message says what and where);
-// 3 the environment failed (database, files, missing runtime, our bug).
+// 3 the environment failed (database, files, missing runtime, our bug);
+// 128 + N: `call` or `run` was interrupted by signal N (129 SIGHUP, 130 SIGINT,
+// 143 SIGTERM) and ended cleanly: the running call stored as Cancelled, every
+// sandbox destroyed ("interrupted" in `sandbox log`), no work directory left.
 #pragma once
 
 #include <cstddef>
@@ -103,6 +106,14 @@ class LoggedPool {
   std::shared_ptr<Pending> pending_;
   std::unique_ptr<taskyon::sandbox::Pool> pool_;
 };
+
+// After `signal` interrupted a command that hosts `pool` (signals.h): says so
+// on stderr and returns Interruption::exit_code(signal).
+int interrupted(int signal, const taskyon::sandbox::Pool& pool);
+
+// Removes the sandbox work directories of tycli processes that are gone
+// (sandbox/workdir.h) and says how many on stderr, when there were any.
+void sweep_stale_workdirs();
 
 void add_tool_commands(CLI::App& app, Globals& g);
 void add_call_command(CLI::App& app, Globals& g);

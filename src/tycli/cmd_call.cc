@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "cli.h"
+#include "signals.h"
 #include "taskyon/base/escape.h"
 #include "taskyon/invoke/invoke.h"
 #include "taskyon/native/python.h"
@@ -122,8 +123,15 @@ int call(Globals& g, const CallArgs& a) {
   options.capabilities = std::move(*capabilities);
   taskyon::native::Session natives(taskyon::native::python::session_settings(a.approve_python, a.python_isolation));
   options.natives = &natives;
+  // A signal ends the running call as cancelled and destroys every sandbox
+  // ("interrupted"); the loop stores that call and stops (signals.h).
+  Interruption interruption([&](int) {
+    pool.interrupt("interrupted");
+    options.cancel.cancel();
+  });
   int exit = kExitOk;
   for (const auto& c : calls) {
+    if (interruption.signal()) break;
     auto inv = taskyon::invoke::run_call(*st, pool, c, options);
     if (!inv) return report(g, inv.error());
     if (g.json)
@@ -136,6 +144,7 @@ int call(Globals& g, const CallArgs& a) {
   if (a.verbose && !g.json)
     for (const auto& d : pool.destructions())
       std::cerr << fmt::format("sandbox of {} destroyed: {}\n", short_id(d.revision), d.reason);
+  if (int signal = interruption.signal()) return interrupted(signal, pool);
   return exit;
 }
 

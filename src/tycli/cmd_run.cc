@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "cli.h"
+#include "signals.h"
 #include "taskyon/invoke/conversation.h"
 #include "taskyon/native/python.h"
 #include "taskyon/sandbox/runtime.h"
@@ -62,6 +63,10 @@ int run(Globals& g, const RunArgs& a) {
   invoke::Options options{std::chrono::milliseconds(a.timeout_ms)};
   options.capabilities = std::move(*capabilities);
   options.natives = &natives;
+  Interruption interruption([&](int) {  // signals.h: the entry in progress ends as cancelled, the run stops
+    pool.interrupt("interrupted");
+    options.cancel.cancel();
+  });
   auto result = invoke::run_conversation(*st, pool, *entries, options);
   if (!result) {
     auto e = result.error();
@@ -101,6 +106,11 @@ int run(Globals& g, const RunArgs& a) {
     }
     std::cout << fmt::format("{} entries: {} task(s) new, {} call(s) run{}\n", result->steps.size(), created, ran,
                              created == 0 ? " — everything was already stored (same ids)" : "");
+  }
+  if (int signal = interruption.signal()) {
+    std::cerr << fmt::format("tycli: {} of {} entries ran before the interruption\n", result->steps.size(),
+                             entries->size());
+    return interrupted(signal, pool);
   }
   return result->tools_ok() ? kExitOk : kExitToolFailed;
 }

@@ -10,6 +10,8 @@
 #include <fmt/format.h>
 
 #include "cli.h"
+#include "signals.h"
+#include "taskyon/sandbox/workdir.h"
 #include "taskyon/store/sandbox_log.h"
 
 namespace tycli {
@@ -86,6 +88,27 @@ void LoggedPool::flush() {
     if (auto r = taskyon::store::record_destruction(store_, d.revision, d.name, d.reason, d.pid); !r)
       std::cerr << "tycli: warning: the sandbox log could not be written: " << r.error().message << "\n";
   }
+}
+
+int interrupted(int signal, const taskyon::sandbox::Pool& pool) {
+  std::size_t destroyed = 0;
+  for (const auto& d : pool.destructions()) destroyed += d.reason == "interrupted" ? 1 : 0;
+  std::cerr << fmt::format("tycli: interrupted by {}: the running call was stored as cancelled, {} sandbox(es) "
+                           "destroyed\n",
+                           Interruption::name(signal), destroyed);
+  return Interruption::exit_code(signal);
+}
+
+void sweep_stale_workdirs() {
+  const std::string parent = taskyon::sandbox::workdir_parent();
+  const auto sweep = taskyon::sandbox::sweep_stale_workdirs(parent);
+  if (sweep.removed > 0)
+    std::cerr << fmt::format("tycli: removed {} stale sandbox work director{} in {} left by tycli processes that are "
+                             "gone\n",
+                             sweep.removed, sweep.removed == 1 ? "y" : "ies", parent);
+  if (sweep.failed > 0)
+    std::cerr << fmt::format("tycli: warning: {} stale sandbox work director{} in {} could not be removed\n",
+                             sweep.failed, sweep.failed == 1 ? "y" : "ies", parent);
 }
 
 }  // namespace tycli

@@ -11,6 +11,7 @@ int main(int argc, char** argv) {
   // Internal re-exec entry of --python-isolation strict, run inside bubblewrap (native/python.h).
   if (argc > 1 && argv[1] == taskyon::native::python::kContainEntry)
     return taskyon::native::python::contain_main(argc, argv);
+  tycli::sweep_stale_workdirs();  // work directories of tycli processes killed before they could clean up
   tycli::Globals g;
   CLI::App app{"tycli: Taskyon's tool registry, task compiler and sandbox host"};
   app.set_version_flag("--version", "tycli 0.1.0");

@@ -93,6 +93,10 @@ Result<RunReport> run_conversation(store::Store& store, sandbox::Pool& pool,
                                    const std::vector<tasks::ConversationEntry>& entries, const Options& options) {
   RunReport report;
   for (std::size_t i = 0; i < entries.size(); ++i) {
+    if (options.cancel.cancelled()) {
+      report.interrupted = true;
+      break;
+    }
     auto step = run_entry(store, pool, entries[i], i, report.steps, options);
     if (!step) {
       auto e = step.error();
@@ -101,6 +105,7 @@ Result<RunReport> run_conversation(store::Store& store, sandbox::Pool& pool,
     }
     report.steps.push_back(std::move(*step));
   }
+  if (options.cancel.cancelled()) report.interrupted = true;
   return report;
 }
 

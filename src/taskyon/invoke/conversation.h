@@ -28,12 +28,15 @@ struct Step {
 
 struct RunReport {
   std::vector<Step> steps;
-  bool tools_ok() const;  // no tool call of this run failed
+  bool interrupted = false;  // options.cancel fired (a signal): the entries after `steps` were not run
+  bool tools_ok() const;     // no tool call of this run failed
 };
 
 // Errors stop the run at the entry that caused them; `where` starts with the
 // entry's JSON pointer ("/3: …"). Tasks stored before it stay (they are valid
-// and content-addressed: running the fixed file again reuses them).
+// and content-addressed: running the fixed file again reuses them). Once
+// options.cancel fires the run stops after the entry in progress (its call
+// stored as Cancelled) and reports `interrupted`.
 Result<RunReport> run_conversation(store::Store& store, sandbox::Pool& pool,
                                    const std::vector<tasks::ConversationEntry>& entries, const Options& options);
 

@@ -8,6 +8,14 @@
 namespace taskyon::invoke {
 namespace {
 
+// The state a call and its result are stored in: Cancelled when the caller
+// stopped it (a CancelToken, or tycli interrupted by a signal), Error for any
+// other failure.
+tasks::State state_after(sandbox::Status status) {
+  if (status == sandbox::Status::ok) return tasks::State::completed;
+  return status == sandbox::Status::cancelled ? tasks::State::cancelled : tasks::State::error;
+}
+
 json::Value logs_json(const sandbox::CallOutcome& outcome) {
   auto logs = json::Value::array();
   for (const auto& entry : outcome.logs) logs.push_back({{"level", entry.level}, {"text", entry.text}});
@@ -25,7 +33,7 @@ Result<tasks::Task> result_task(const tasks::Task& call, const sandbox::CallOutc
   t.parent_id = call.id;
   t.role = tasks::Role::tool;
   t.content = {{"toolResult", std::move(body)}};
-  t.state = outcome.status == sandbox::Status::ok ? tasks::State::completed : tasks::State::error;
+  t.state = state_after(outcome.status);
   auto id = tasks::compute_id(t);
   if (!id) return std::unexpected(id.error());
   t.id = *id;
@@ -166,7 +174,7 @@ Result<Invocation> run_call(store::Store& store, sandbox::Pool& pool, const task
   if (!outcome) return std::unexpected(outcome.error());
 
   Invocation inv{call, {}, capabilities.subtasks(), std::move(*tool), std::move(*outcome)};
-  inv.call.state = inv.ok() ? tasks::State::completed : tasks::State::error;
+  inv.call.state = state_after(inv.outcome.status);
   auto result = result_task(inv.call, inv.outcome);
   if (!result) return std::unexpected(result.error());
   inv.result = std::move(*result);

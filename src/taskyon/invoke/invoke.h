@@ -4,7 +4,8 @@
 // looked up in the registry, else among the tool definitions of the call's
 // ancestors (tree-defined tools never enter the registry, T6).
 //
-// A tool-result task: role "tool", parent the call's id, state Completed or
+// A tool-result task: role "tool", parent the call's id, state Completed,
+// Cancelled (sandbox::Status::cancelled: the caller or a signal stopped it) or
 // Error, content {"toolResult": {"result": VALUE, "logs": [...]}} or
 // {"toolResult": {"error": {"code": STATUS, "message": STRING}, "logs": [...]}}
 // where STATUS is sandbox::status_name (e.g. "timeout").

@@ -23,6 +23,7 @@
 #include "taskyon/hardening/probe.h"
 #include "taskyon/hardening/runtime_files.h"
 #include "taskyon/native/python_internal.h"
+#include "taskyon/sandbox/workdir.h"
 
 extern char** environ;
 
@@ -227,11 +228,14 @@ Collected collect(sandbox::Child& child, std::string_view input, std::chrono::mi
 }
 
 Result<ScratchDir> ScratchDir::make(std::string_view prefix) {
-  const char* tmp = std::getenv("TMPDIR");
-  std::string templ = fmt::format("{}/{}XXXXXX", tmp && *tmp ? tmp : "/tmp", prefix);
-  if (::mkdtemp(templ.data()) == nullptr)
-    return fail(Errc::io, fmt::format("cannot create a working directory {}: {}", templ, std::strerror(errno)), templ);
-  return ScratchDir(std::move(templ));
+  // sandbox/workdir.h: the owner's pid in the name, so a later tycli sweeps it if this one is killed.
+  auto made = sandbox::make_owned_directory(prefix);
+  if (!made) {
+    auto e = made.error();
+    e.code = Errc::io;
+    return std::unexpected(std::move(e));
+  }
+  return ScratchDir(std::move(*made));
 }
 
 ScratchDir::~ScratchDir() {
@@ -341,7 +345,7 @@ std::string approval_question(PythonIsolation isolation) {
 
 Result<Value> execute(const Interpreter& python, std::string_view code, PythonIsolation isolation,
                       std::chrono::milliseconds timeout, const std::string& helper) {
-  auto workdir = detail::ScratchDir::make("taskyon-python-");
+  auto workdir = detail::ScratchDir::make(sandbox::kPythonWorkdirPrefix);
   if (!workdir) return std::unexpected(workdir.error());
   sandbox::Launcher launcher;  // declared before the child: it must outlive it
   Result<std::unique_ptr<sandbox::Child>> child =

@@ -39,8 +39,9 @@ struct Collected {
 Collected collect(sandbox::Child& child, std::string_view input, std::chrono::milliseconds timeout,
                   std::size_t max_bytes);
 
-// A fresh private directory <TMPDIR or /tmp>/<prefix>XXXXXX (mode 0700),
-// removed with its contents on destruction.
+// A fresh private directory <TMPDIR or /tmp>/<prefix><pid>-<start>-XXXXXX
+// (mode 0700; sandbox/workdir.h, so a later tycli sweeps it when this host is
+// killed), removed with its contents on destruction.
 class ScratchDir {
  public:
   static Result<ScratchDir> make(std::string_view prefix);

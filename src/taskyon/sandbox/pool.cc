@@ -5,6 +5,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 
 #include <fmt/format.h>
@@ -63,6 +64,17 @@ struct Pool::Impl {
   std::atomic<std::uint64_t> next_call_id{1};
   std::uint64_t use_clock = 0;  // guarded by mu
   std::function<void(const Destruction&)> observer;  // guarded by mu
+  std::optional<std::string> interrupted;            // guarded by mu: interrupt()'s reason once called
+  std::atomic<bool> interrupted_flag{false};
+
+  // A call the pool will not run because it was interrupted.
+  CallOutcome refused(bool fresh) const {
+    CallOutcome outcome;
+    outcome.status = Status::cancelled;
+    outcome.error = "the call was interrupted: tycli is shutting down";
+    outcome.fresh_sandbox = fresh;
+    return outcome;
+  }
 
   // Makes room for one more retained sandbox: while max_live are alive,
   // destroys the least recently used one that no call holds. Busy sandboxes
@@ -178,6 +190,13 @@ struct Pool::Impl {
       sandbox = std::move(*started);
       sandbox->set_name(request.tool.name);
       std::lock_guard lock(mu);
+      if (interrupted) {  // interrupt() ran while this one started: it never takes the call
+        record(*sandbox, *interrupted);
+        sandbox->kill(*interrupted);
+        auto outcome = refused(true);
+        outcome.destroyed = *interrupted;
+        return outcome;
+      }
       slot->sandbox = sandbox;  // visible to terminate() and live() while it loads
     }
     auto outcome = run(*sandbox, fresh, request, load_frame, id, call_frame, deadline);
@@ -198,6 +217,13 @@ struct Pool::Impl {
     sandbox->set_name(request.tool.name);
     {
       std::lock_guard lock(mu);
+      if (interrupted) {
+        record(*sandbox, *interrupted);
+        sandbox->kill(*interrupted);
+        auto outcome = refused(true);
+        outcome.destroyed = *interrupted;
+        return outcome;
+      }
       disposables.insert(sandbox);
     }
     auto outcome = run(*sandbox, /*fresh=*/true, request, load_frame, id, call_frame, deadline);
@@ -206,7 +232,10 @@ struct Pool::Impl {
                                                        : std::string("crashed");
     {
       std::lock_guard lock(mu);
-      if (disposables.erase(sandbox) > 0) record(*sandbox, reason);
+      if (disposables.erase(sandbox) > 0)
+        record(*sandbox, reason);
+      else if (auto killed = sandbox->killed_reason())  // interrupt() took it: its reason was recorded
+        reason = *killed;
     }
     sandbox->kill(reason);
     if (outcome) outcome->destroyed = std::move(reason);
@@ -247,11 +276,15 @@ Result<CallOutcome> Pool::call(const CallRequest& request) {
     auto call_frame = protocol::encode_call(id, request.args, impl_->config.max_frame_bytes);
     if (!call_frame) return std::unexpected(std::move(call_frame.error()));
 
+    if (impl_->interrupted_flag.load()) return impl_->refused(false);
     auto outcome = request.mode == Mode::disposable
                        ? impl_->call_disposable(request, *node, *load_frame, id, *call_frame, deadline)
                        : impl_->call_retained(request, *node, *load_frame, id, *call_frame, deadline);
     if (!outcome) return outcome;
-    if (outcome->status == Status::timeout) {
+    if (outcome->status != Status::ok && impl_->interrupted_flag.load()) {  // killed by interrupt(), or cancelled
+      outcome->status = Status::cancelled;
+      outcome->error = "the call was interrupted: tycli is shutting down";
+    } else if (outcome->status == Status::timeout) {
       outcome->error = fmt::format("the call ran past its timeout of {} ms", request.timeout.count());
     }
     outcome->duration = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started);
@@ -286,6 +319,31 @@ void Pool::retire_superseded(std::string_view name, std::string_view active) {
   }
   for (const auto& sandbox : doomed) sandbox->kill("superseded");
 }
+
+void Pool::interrupt(std::string_view reason) {
+  std::vector<std::shared_ptr<Sandbox>> doomed;
+  {
+    std::lock_guard lock(impl_->mu);
+    if (impl_->interrupted) return;
+    impl_->interrupted = std::string(reason);
+    impl_->interrupted_flag.store(true);
+    for (auto& [revision, slot] : impl_->slots) {
+      if (!slot->sandbox) continue;
+      impl_->record(*slot->sandbox, std::string(reason));
+      doomed.push_back(std::move(slot->sandbox));
+    }
+    for (const auto& sandbox : impl_->disposables) {
+      impl_->record(*sandbox, std::string(reason));
+      doomed.push_back(sandbox);
+    }
+    impl_->disposables.clear();
+  }
+  for (const auto& sandbox : doomed) sandbox->kill(reason);
+  // Each is reaped (its directory removed) here unless a call still holds it;
+  // that call ends when its child dies and drops the last reference.
+}
+
+bool Pool::interrupted() const { return impl_->interrupted_flag.load(); }
 
 void Pool::on_destruction(std::function<void(const Destruction&)> observer) {
   std::lock_guard lock(impl_->mu);

@@ -175,7 +175,7 @@ struct SandboxInfo {
 struct Destruction {
   std::string revision;
   std::string reason;  // "timeout", "crashed", "protocol_error", "load_error", "terminated", "disposable",
-                       // "evicted", "shutdown", "cancelled", "superseded"
+                       // "evicted", "shutdown", "cancelled", "superseded", "interrupted"
   std::chrono::system_clock::time_point when;
   std::string name;    // the tool's name, when known
   int pid = 0;         // the child's process id
@@ -207,6 +207,15 @@ class Pool {
   // retained sandbox of that name whose revision is not `active`, recorded as
   // "superseded". A pinned call to an older revision later gets a fresh one.
   void retire_superseded(std::string_view name, std::string_view active);
+
+  // Ends the pool's work for good (the host got SIGTERM/SIGINT/SIGHUP): every
+  // live sandbox, retained or disposable, is SIGKILLed at once and recorded
+  // as `reason`; a call running in one ends as Status::cancelled with
+  // `destroyed` = reason, and every later call ends as Status::cancelled
+  // without starting a sandbox. From any thread; never waits on a child (the
+  // caller's thread reaps and removes the directories as calls end).
+  void interrupt(std::string_view reason = "interrupted");
+  bool interrupted() const;
 
   // Called for every destruction, as it is recorded, under the pool's lock:
   // it must be quick, must not call back into the Pool, and must stay valid

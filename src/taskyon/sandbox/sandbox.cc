@@ -19,6 +19,7 @@
 
 #include "taskyon/sandbox/guest.h"
 #include "taskyon/sandbox/runtime.h"
+#include "taskyon/sandbox/workdir.h"
 
 namespace taskyon::sandbox {
 
@@ -188,13 +189,9 @@ Sandbox::Sandbox(std::unique_ptr<Child> child, std::string workdir, std::string 
 Result<std::shared_ptr<Sandbox>> Sandbox::start(Launcher& launcher, const std::string& runtime,
                                                 const RuntimeConfig& config, std::string revision, Mode mode) {
   std::error_code ec;
-  fs::path tmp = fs::temp_directory_path(ec);
-  if (ec || !tmp.is_absolute()) tmp = "/tmp";
-  std::string pattern = (tmp / "taskyon-sandbox-XXXXXX").string();
-  if (::mkdtemp(pattern.data()) == nullptr) {
-    return fail(Errc::internal, fmt::format("cannot create the sandbox directory: {}", std::strerror(errno)),
-                pattern);
-  }
+  auto workdir = make_workdir();  // workdir.h: the owner's pid in the name, for the sweep
+  if (!workdir) return std::unexpected(std::move(workdir.error()));
+  std::string pattern = std::move(*workdir);
   auto launch = prepare_launch(runtime, config, pattern);  // runtime.h: node or deno
   if (!launch) {
     fs::remove_all(pattern, ec);

@@ -62,7 +62,7 @@ hardening::rlimits::Limits node_limits(const RuntimeConfig& config);
 
 class Sandbox {
  public:
-  // Makes the private directory (<tmp>/taskyon-sandbox-XXXXXX, mode 0700) and
+  // Makes the private directory (workdir.h make_workdir, mode 0700) and
   // starts the child in it: `runtime` is the executable of config.runtime
   // (runtime.h locate_runtime), started as prepare_launch() says (Node: an
   // empty environment, node_policy; Deno: deno_env, deno_policy, its argv
