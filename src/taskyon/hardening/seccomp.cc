@@ -159,18 +159,18 @@ constexpr std::uint32_t kNativeArch = AUDIT_ARCH_AARCH64;
 #endif
 
 PidProgram pid_program() {
-  // Targets in argument 0.
-  constexpr int kByPid[] = {__NR_prlimit64,       __NR_sched_setscheduler, __NR_sched_setparam,
-                            __NR_sched_getscheduler, __NR_sched_getparam,   __NR_sched_setaffinity,
-                            __NR_sched_getaffinity,  __NR_sched_setattr,    __NR_sched_getattr,
-                            __NR_sched_rr_get_interval, __NR_migrate_pages, __NR_move_pages,
-                            __NR_get_robust_list};
+  // Changes, target in argument 0. Reads (sched_get*, getpriority, ioprio_get,
+  // prlimit64 without a new limit) stay allowed: a runtime's threads read their
+  // own parameters by thread id (abseil's pthread_getschedparam in Deno aborts
+  // when refused), and a thread id is not the caller's pid.
+  constexpr int kByPid[] = {__NR_sched_setscheduler, __NR_sched_setparam, __NR_sched_setaffinity,
+                            __NR_sched_setattr,      __NR_migrate_pages,  __NR_move_pages};
   constexpr std::uint32_t kPrioProcess = 0;        // PRIO_PROCESS
   constexpr std::uint32_t kIoprioWhoProcess = 1;   // IOPRIO_WHO_PROCESS
   constexpr std::uint32_t kArg0 = offsetof(seccomp_data, args[0]);  // the low word (little-endian)
   constexpr std::uint32_t kArg1 = offsetof(seccomp_data, args[1]);
   // Labels: instruction indexes, resolved once the layout is known.
-  enum Label : int { none = -1, allow, deny, check_pid0, check_who1, check_prio, check_ioprio, count };
+  enum Label : int { none = -1, allow, deny, check_pid0, check_who1, check_prio, check_ioprio, check_prlimit, count };
   struct Insn {
     sock_filter f;
     int jt = none, jf = none;  // labels; none: the next instruction
@@ -187,11 +187,15 @@ PidProgram pid_program() {
   jeq(kNativeArch, none, allow);  // another architecture: the main filter kills it
   stmt(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr));
   for (int nr : kByPid) jeq(static_cast<std::uint32_t>(nr), check_pid0);
+  jeq(__NR_prlimit64, check_prlimit);
   jeq(__NR_setpriority, check_prio);
-  jeq(__NR_getpriority, check_prio);
   jeq(__NR_ioprio_set, check_ioprio);
-  jeq(__NR_ioprio_get, check_ioprio);
   stmt(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);  // not of the family
+  label(check_prlimit);  // a NULL new limit (both words 0) only reads
+  stmt(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, args[2]));
+  jeq(0, none, check_pid0);
+  stmt(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, args[2]) + 4);
+  jeq(0, allow, check_pid0);
   label(check_pid0);
   stmt(BPF_LD | BPF_W | BPF_ABS, kArg0);
   jeq(0, allow);

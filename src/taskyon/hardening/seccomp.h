@@ -36,18 +36,19 @@
 //                                   or tagged with data that outlives the sandbox
 //   process_mrelease                reaping another process's memory
 // A second, hand-written filter (the pid family, libseccomp cannot say "neither
-// 0 nor X" of one argument) denies with EPERM, unless the target is the caller
-// itself (0, or its own pid, bound by load()):
-//   prlimit64, sched_{set,get}{scheduler,param,affinity,attr},
-//     sched_rr_get_interval, migrate_pages, move_pages, get_robust_list
+// 0 nor X" of one argument) denies with EPERM changes to another process,
+// unless the target is the caller itself (0, or its own pid, bound by load()):
+//   prlimit64 with a new limit, sched_setscheduler, sched_setparam,
+//     sched_setaffinity, sched_setattr, migrate_pages, move_pages
 //                                   another process's limits (lowering tycli's
 //                                   RLIMIT_FSIZE kills it on its next write),
-//                                   scheduling, CPUs, memory placement, or
-//                                   reading them
-//   setpriority, getpriority        unless which is PRIO_PROCESS and who the caller
-//   ioprio_set, ioprio_get          unless which is IOPRIO_WHO_PROCESS and who the caller
+//                                   scheduling, CPUs, memory placement
+//   setpriority                     unless which is PRIO_PROCESS and who the caller
+//   ioprio_set                      unless which is IOPRIO_WHO_PROCESS and who the caller
 // (a process group or a user is never "the caller": PRIO_USER 0 would reach
-// every process of the uid.)
+// every process of the uid.) Reads stay allowed (getpriority, ioprio_get,
+// sched_get*, prlimit64 without a new limit): a runtime's threads read their
+// own parameters by thread id, which is not the caller's pid.
 // Another architecture's syscalls (i386, x32) kill the process.
 #pragma once
 
