@@ -337,6 +337,36 @@ TEST_F(LandlockTest, ScopesAbstractUnixSockets) {
   EXPECT_FALSE(abstract.pending());
 }
 
+// A file's metadata as the host sees it: mode, owner, times, extended attributes.
+struct Metadata {
+  struct stat st {};
+  std::string xattrs;  // "name=value;" for every attribute
+  bool operator==(const Metadata& o) const {
+    return st.st_mode == o.st.st_mode && st.st_uid == o.st.st_uid && st.st_gid == o.st.st_gid &&
+           st.st_mtim.tv_sec == o.st.st_mtim.tv_sec && st.st_mtim.tv_nsec == o.st.st_mtim.tv_nsec &&
+           st.st_atim.tv_sec == o.st.st_atim.tv_sec && st.st_atim.tv_nsec == o.st.st_atim.tv_nsec &&
+           xattrs == o.xattrs;
+  }
+};
+
+Metadata metadata_of(const std::string& path) {
+  Metadata m;
+  EXPECT_EQ(::lstat(path.c_str(), &m.st), 0) << path;
+  char names[4096];
+  const ssize_t n = ::llistxattr(path.c_str(), names, sizeof names);
+  for (ssize_t i = 0; i < n; i += static_cast<ssize_t>(std::strlen(names + i)) + 1) {
+    char value[256];
+    const ssize_t v = ::lgetxattr(path.c_str(), names + i, value, sizeof value);
+    m.xattrs += std::string(names + i) + "=" + std::string(value, v > 0 ? static_cast<std::size_t>(v) : 0) + ";";
+  }
+  return m;
+}
+
+std::string describe(const Metadata& m) {
+  return fmt::format("mode {:o} uid {} gid {} mtime {}.{} xattrs [{}]", m.st.st_mode, m.st.st_uid, m.st.st_gid,
+                     m.st.st_mtim.tv_sec, m.st.st_mtim.tv_nsec, m.xattrs);
+}
+
 // --- Namespaces ----------------------------------------------------------------
 
 class NamespacesTest : public ::testing::Test {
@@ -344,10 +374,14 @@ class NamespacesTest : public ::testing::Test {
   void SetUp() override {
     if (!machine().user_namespaces) GTEST_SKIP() << machine().namespaces_error;
   }
-  // In the child: the three namespace steps of contain().
+  // In the child: the namespace and identity steps of contain() (the new root left out).
   static void enter(const namespaces::Plan& plan) {
+    const int proc_self = namespaces::open_proc_self();
+    CHILD_EXPECT(proc_self >= 0);
+    CHILD_EXPECT(namespaces::unshare_mount_first(plan));
+    CHILD_EXPECT(namespaces::drop_ids(plan));
     CHILD_EXPECT(namespaces::unshare_all(plan));
-    CHILD_EXPECT(namespaces::write_id_maps(plan));
+    CHILD_EXPECT(namespaces::write_id_maps(plan, proc_self));
     CHILD_EXPECT(namespaces::set_hostname());
   }
 };
@@ -404,34 +438,63 @@ TEST_F(NamespacesTest, MapTheSandboxIdsAndName) {
   EXPECT_STREQ(after, host_name);  // the host's own name is untouched
 }
 
-// A file's metadata as the host sees it: mode, owner, times, extended attributes.
-struct Metadata {
-  struct stat st {};
-  std::string xattrs;  // "name=value;" for every attribute
-  bool operator==(const Metadata& o) const {
-    return st.st_mode == o.st.st_mode && st.st_uid == o.st.st_uid && st.st_gid == o.st.st_gid &&
-           st.st_mtim.tv_sec == o.st.st_mtim.tv_sec && st.st_mtim.tv_nsec == o.st.st_mtim.tv_nsec &&
-           st.st_atim.tv_sec == o.st.st_atim.tv_sec && st.st_atim.tv_nsec == o.st.st_atim.tv_nsec &&
-           xattrs == o.xattrs;
+// The canary of the sandbox-uid tests: a file of the host's user (root here),
+// mode 0644, with an extended attribute when the filesystem has them, in a
+// directory anyone may enter (so only the owner check can refuse).
+struct OwnedCanary {
+  TempDir dir;
+  std::string path;
+  OwnedCanary() {
+    ::chmod(dir.path().c_str(), 0755);
+    path = dir.write("owned.txt", "owned-40c2\n");
+    ::chmod(path.c_str(), 0644);
+    ::setxattr(path.c_str(), "user.kept", "1", 1, 0);
   }
 };
 
-Metadata metadata_of(const std::string& path) {
-  Metadata m;
-  EXPECT_EQ(::lstat(path.c_str(), &m.st), 0) << path;
-  char names[4096];
-  const ssize_t n = ::llistxattr(path.c_str(), names, sizeof names);
-  for (ssize_t i = 0; i < n; i += static_cast<ssize_t>(std::strlen(names + i)) + 1) {
-    char value[256];
-    const ssize_t v = ::lgetxattr(path.c_str(), names + i, value, sizeof value);
-    m.xattrs += std::string(names + i) + "=" + std::string(value, v > 0 ? static_cast<std::size_t>(v) : 0) + ";";
-  }
-  return m;
+// Owner-checked calls on `path`; `changed` counts the ones that worked.
+void try_owner_calls(const char* path, int* changed) {
+  const struct timespec zero[2] = {{0, 0}, {0, 0}};
+  *changed = 0;
+  if (::chmod(path, 04777) == 0) ++*changed;
+  if (::chown(path, static_cast<uid_t>(::getuid()), static_cast<gid_t>(::getgid())) == 0) ++*changed;
+  if (::utimensat(AT_FDCWD, path, zero, 0) == 0) ++*changed;
+  if (::setxattr(path, "user.planted", "x", 1, 0) == 0) ++*changed;
+  if (::removexattr(path, "user.kept") == 0) ++*changed;
 }
 
-std::string describe(const Metadata& m) {
-  return fmt::format("mode {:o} uid {} gid {} mtime {}.{} xattrs [{}]", m.st.st_mode, m.st.st_uid, m.st.st_gid,
-                     m.st.st_mtim.tv_sec, m.st.st_mtim.tv_nsec, m.xattrs);
+TEST_F(NamespacesTest, TheSandboxUidOwnsNoneOfTheHostsFiles) {
+  if (!namespaces::host_is_root() || !machine().sandbox_uid) GTEST_SKIP() << "the sandbox uid needs a root host";
+  OwnedCanary canary;
+  const Metadata before = metadata_of(canary.path);
+  const auto plan = namespaces::plan_namespaces();
+  ASSERT_TRUE(plan.drop_ids);
+  auto result = in_child([&] {
+    enter(plan);
+    int changed = -1;
+    try_owner_calls(canary.path.c_str(), &changed);  // no seccomp here: only the owner check stands
+    CHILD_EXPECT(changed == 0);
+    CHILD_EXPECT(::getuid() == namespaces::kSandboxId);
+  });
+  EXPECT_TRUE(result.passed()) << result.describe();
+  const Metadata after = metadata_of(canary.path);
+  EXPECT_TRUE(after == before) << describe(before) << " became " << describe(after);
+}
+
+TEST_F(NamespacesTest, WithoutTheSandboxUidTheOwnerCheckPasses) {
+  // Control: a root host's sandbox mapped to its own uid owns the host's files.
+  if (!namespaces::host_is_root()) GTEST_SKIP() << "the control needs a root host";
+  OwnedCanary canary;
+  const Metadata before = metadata_of(canary.path);
+  const auto plan = namespaces::plan_namespaces({.drop_ids = false});
+  auto result = in_child([&] {
+    enter(plan);
+    int changed = -1;
+    try_owner_calls(canary.path.c_str(), &changed);
+    CHILD_EXPECT(changed > 0);
+  });
+  EXPECT_TRUE(result.passed()) << result.describe();
+  EXPECT_FALSE(metadata_of(canary.path) == before);
 }
 
 // --- seccomp -------------------------------------------------------------------
@@ -828,10 +891,11 @@ TEST(Probe, DescribesEveryLayerInContainmentOrder) {
     EXPECT_FALSE(layer.detail.empty()) << layer.id;
   }
   const std::vector<std::string> expected = {
-      "session", "namespaces", "die-with-parent", "rlimits", "descriptors", "workdir", "no-new-privs",
-      "landlock-fs", "landlock-net", "landlock-scope", "seccomp", "environment", "node-permission"};
+      "session", "workdir", "mount-namespace", "sandbox-uid", "namespaces", "pid-namespace", "die-with-parent",
+      "rlimits", "descriptors", "no-new-privs", "landlock-fs", "landlock-net", "landlock-scope", "seccomp",
+      "environment", "node-permission"};
   EXPECT_EQ(ids, expected);
-  const bool complete = s.user_namespaces && s.landlock_abi >= 6 && s.seccomp;
+  const bool complete = s.user_namespaces && s.full_error.empty() && s.landlock_abi >= 6 && s.seccomp;
   EXPECT_EQ(warnings(s).empty(), complete);
   Support bare;
   bare.namespaces_error = "unshare failed";
@@ -922,7 +986,7 @@ TEST(Contain, WithoutItsLayersTheSameScriptCrosses) {
   const fs::path work = dir / "work";
   fs::create_directory(work);
   auto run = run_contained_shell(kHostileScript, work.string(), canary,
-                                 Layers{.namespaces = false, .landlock = false, .seccomp = false});
+                                 Layers{.namespaces = false, .landlock = false, .seccomp = false, .sandbox_uid = false});
   EXPECT_NE(run.out.find("kill:allowed"), std::string::npos) << run.out;
   EXPECT_NE(run.out.find("read:secret-91af"), std::string::npos) << run.out;
   EXPECT_TRUE(WIFSIGNALED(run.status) && WTERMSIG(run.status) == SIGXFSZ) << run.status << run.out;
@@ -941,12 +1005,13 @@ TEST(Contain, ForbidsExecAfterTheRuntimeStarted) {
   // Control: without seccomp (Landlock still on) the exec is refused by
   // Landlock instead (/bin/true is not the runtime); with neither, it runs.
   if (machine().landlock_abi >= 1) {
-    auto landlock_only = run_contained_shell(script, dir.path().string(), "/dev/null",
-                                             Layers{.namespaces = true, .landlock = true, .seccomp = false});
+    auto landlock_only = run_contained_shell(
+        script, dir.path().string(), "/dev/null",
+        Layers{.namespaces = true, .landlock = true, .seccomp = false, .mount_namespace = false});
     EXPECT_NE(landlock_only.out.find("Permission denied"), std::string::npos) << landlock_only.out;
   }
   auto bare = run_contained_shell(script, dir.path().string(), "/dev/null",
-                                  Layers{.namespaces = false, .landlock = false, .seccomp = false});
+                                  Layers{.namespaces = false, .landlock = false, .seccomp = false, .sandbox_uid = false});
   ASSERT_TRUE(WIFEXITED(bare.status));
   EXPECT_EQ(WEXITSTATUS(bare.status), 0) << bare.out;
 }
