@@ -9,6 +9,7 @@
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -140,6 +141,12 @@ class EscapeFixture : public ::testing::Test {
     canary_pid_ = ::fork();
     ASSERT_GE(canary_pid_, 0);
     if (canary_pid_ == 0) {
+      // No capabilities (as an ordinary user's process): then a root host's
+      // sandbox is refused only by its own layers, never by commoncap's
+      // "less capable caller" rule (setpriority, prlimit).
+      __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+      __user_cap_data_struct none[2] = {};
+      ::syscall(SYS_capset, &header, none);
       ::signal(SIGWINCH, [](int) { ::_exit(42); });
       ::signal(SIGURG, [](int) { ::_exit(43); });
       for (;;) ::pause();
