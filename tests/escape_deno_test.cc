@@ -288,6 +288,30 @@ TEST_F(EscapeDeno, PROC_06_SignalOtherProcesses) {
   // The host (this process) and the canary (checked in TearDown) are alive.
 }
 
+// Issue 11 on Deno: Deno's own permissions refuse the file calls; node:os's
+// setPriority reaches setpriority(2), which seccomp denies for other pids.
+TEST_F(EscapeDeno, META_01_ChangeMetadataAndOtherProcesses) {
+  auto out = run("meta01", tool(R"(
+    const os = (await import('node:os')).default;
+    const sys = (f) => { try { return 'ok:' + String(f()); } catch (e) { return 'err:' + ((e.info && e.info.code) || e.code || e.name); } };
+    return {
+      chmod: t(() => Deno.chmodSync(a.secret_file, 0o4777)),
+      chown: t(() => Deno.chownSync(a.secret_file, 0, 0)),
+      utime: t(() => Deno.utimeSync(a.secret_file, 0, 0)),
+      nodeChmod: await ta(async () => (await import('node:fs')).default.chmodSync(a.bashrc, 0o777)),
+      setPriorityCanary: sys(() => os.setPriority(a.canary_pid, 19)),
+      setPriorityHost: sys(() => os.setPriority(a.host_pid, 19)),
+    };
+  )"));
+  ASSERT_EQ(out.status, Status::ok) << out.error;
+  for (const char* attempt : {"chmod", "chown", "utime", "nodeChmod"}) {
+    EXPECT_TRUE(is_denial(out.value[attempt].get<std::string>())) << attempt << ": " << out.value.dump();
+  }
+  for (const char* attempt : {"setPriorityCanary", "setPriorityHost"}) {
+    EXPECT_TRUE(is_denial(out.value[attempt].get<std::string>())) << attempt << ": " << out.value.dump();
+  }
+}
+
 TEST_F(EscapeDeno, PROC_11_IgnoreTermination) {
   const std::string code = tool(R"(
     if (a.warm) return Deno.pid;

@@ -9,11 +9,16 @@
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -50,6 +55,32 @@ inline std::string read_file(const fs::path& path) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
+// What a tool must never change about a file: mode, owner, times, extended attributes.
+inline std::string file_metadata(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return "missing";
+  std::string out = std::to_string(st.st_mode) + " " + std::to_string(st.st_uid) + ":" + std::to_string(st.st_gid) +
+                    " m" + std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec) + " c" +
+                    std::to_string(st.st_ctim.tv_sec) + "." + std::to_string(st.st_ctim.tv_nsec);
+  char names[4096];
+  const ssize_t n = ::llistxattr(path.c_str(), names, sizeof names);
+  for (ssize_t i = 0; i < n; i += static_cast<ssize_t>(std::strlen(names + i)) + 1) {
+    char value[256];
+    const ssize_t v = ::lgetxattr(path.c_str(), names + i, value, sizeof value);
+    out += std::string(" ") + (names + i) + "=" + std::string(value, v > 0 ? static_cast<std::size_t>(v) : 0);
+  }
+  return out;
+}
+
+// What a tool must never change about another process: limits and priority.
+inline std::string process_limits(int pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/limits");
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  errno = 0;
+  const int nice = ::getpriority(PRIO_PROCESS, static_cast<id_t>(pid));
+  return text + " nice " + std::to_string(nice) + " ioprio " + std::to_string(::syscall(SYS_ioprio_get, 1, pid));
+}
+
 inline bool process_gone(int pid) { return ::kill(pid, 0) == -1 && errno == ESRCH; }
 
 // Processes whose session is `sid` (a sandbox leads its own session).
@@ -80,6 +111,8 @@ class EscapeFixture : public ::testing::Test {
     secret_file_ = home_.write(".taskyon-canary", secret_ + "\n");
     bashrc_ = home_.write(".bashrc", "# canary bashrc\n");
     secret_mtime_ = fs::last_write_time(secret_file_);
+    ::chmod(secret_file_.c_str(), 0600);
+    ::setxattr(secret_file_.c_str(), "user.taskyon-canary", "kept", 4, 0);  // where the filesystem has them
     bashrc_mtime_ = fs::last_write_time(bashrc_);
     tmp_probe_ = "/tmp/taskyon-escape-" + std::to_string(::getpid());
     ASSERT_EQ(::setenv(kEnvCanary, secret_.c_str(), 1), 0);
@@ -108,11 +141,20 @@ class EscapeFixture : public ::testing::Test {
     canary_pid_ = ::fork();
     ASSERT_GE(canary_pid_, 0);
     if (canary_pid_ == 0) {
+      // No capabilities (as an ordinary user's process): then a root host's
+      // sandbox is refused only by its own layers, never by commoncap's
+      // "less capable caller" rule (setpriority, prlimit).
+      __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+      __user_cap_data_struct none[2] = {};
+      ::syscall(SYS_capset, &header, none);
       ::signal(SIGWINCH, [](int) { ::_exit(42); });
       ::signal(SIGURG, [](int) { ::_exit(43); });
       for (;;) ::pause();
     }
     home_entries_ = entries(home_.path());
+    for (const std::string& path : {secret_file_, bashrc_}) metadata_.push_back(file_metadata(path));
+    canary_limits_ = process_limits(canary_pid_);
+    host_limits_ = process_limits(::getpid());
   }
 
   void TearDown() override {
@@ -168,6 +210,10 @@ class EscapeFixture : public ::testing::Test {
     EXPECT_EQ(fs::last_write_time(secret_file_), secret_mtime_);
     EXPECT_EQ(fs::last_write_time(bashrc_), bashrc_mtime_);
     EXPECT_EQ(entries(home_.path()), home_entries_);
+    EXPECT_EQ(file_metadata(secret_file_), metadata_.at(0)) << "the secret file's mode, owner, times or xattrs changed";
+    EXPECT_EQ(file_metadata(bashrc_), metadata_.at(1)) << "the .bashrc's mode, owner, times or xattrs changed";
+    EXPECT_EQ(process_limits(canary_pid_), canary_limits_) << "the unrelated process's limits or priority changed";
+    EXPECT_EQ(process_limits(::getpid()), host_limits_) << "the host's limits or priority changed";
     EXPECT_FALSE(fs::exists(tmp_probe_));
     EXPECT_STREQ(std::getenv(kEnvCanary), secret_.c_str());
   }
@@ -238,6 +284,8 @@ class EscapeFixture : public ::testing::Test {
   std::string secret_, secret_file_, bashrc_, tmp_probe_, unix_path_, abstract_name_;
   fs::file_time_type secret_mtime_, bashrc_mtime_;
   std::set<std::string> home_entries_;
+  std::vector<std::string> metadata_;
+  std::string canary_limits_, host_limits_;
   int tcp_ = -1, udp_ = -1, unix_ = -1, abstract_ = -1;
   int tcp_port_ = 0, udp_port_ = 0;
   pid_t canary_pid_ = -1;

@@ -431,6 +431,33 @@ TEST_F(EscapeNode, PROC_06_SignalOtherProcesses) {
   // The host (this process) and the canary (checked in TearDown) are alive.
 }
 
+// Issue 11: file metadata and other processes' limits and priorities. The
+// permission model refuses node:fs; os.setPriority is not a permission of it
+// and reaches setpriority(2), which seccomp denies for any pid but the
+// caller's own (the fixture compares the canaries' mode, owner, times,
+// xattrs, and the unrelated process's and the host's limits and priority).
+TEST_F(EscapeNode, META_01_ChangeMetadataAndOtherProcesses) {
+  auto out = run("meta01", tool(R"(
+    const fs = require('fs'), os = require('os');
+    const sys = (f) => { try { return 'ok:' + String(f()); } catch (e) { return 'err:' + ((e.info && e.info.code) || e.code || e.name); } };
+    return {
+      chmod: t(() => fs.chmodSync(a.secret_file, 0o4777)),
+      chown: t(() => fs.chownSync(a.secret_file, 0, 0)),
+      utimes: t(() => fs.utimesSync(a.secret_file, 0, 0)),
+      lutimes: t(() => fs.lutimesSync(a.bashrc, 0, 0)),
+      setPriorityCanary: sys(() => os.setPriority(a.canary_pid, 19)),
+      setPriorityHost: sys(() => os.setPriority(a.host_pid, 19)),
+    };
+  )"));
+  ASSERT_EQ(out.status, Status::ok) << out.error;
+  for (const char* attempt : {"chmod", "chown", "utimes", "lutimes"}) {
+    EXPECT_EQ(out.value[attempt], "err:ERR_ACCESS_DENIED") << attempt;
+  }
+  for (const char* attempt : {"setPriorityCanary", "setPriorityHost"}) {
+    EXPECT_EQ(out.value[attempt], "err:EPERM") << attempt << ": " << out.value.dump();
+  }
+}
+
 TEST_F(EscapeNode, PROC_11_IgnoreTermination) {
   const std::string code = tool(R"(
     if (a.warm) return process.pid;

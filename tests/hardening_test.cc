@@ -16,7 +16,10 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
+#include <sys/time.h>
+#include <sys/xattr.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -33,9 +36,11 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "taskyon/hardening/contain.h"
@@ -332,6 +337,36 @@ TEST_F(LandlockTest, ScopesAbstractUnixSockets) {
   EXPECT_FALSE(abstract.pending());
 }
 
+// A file's metadata as the host sees it: mode, owner, times, extended attributes.
+struct Metadata {
+  struct stat st {};
+  std::string xattrs;  // "name=value;" for every attribute
+  bool operator==(const Metadata& o) const {
+    return st.st_mode == o.st.st_mode && st.st_uid == o.st.st_uid && st.st_gid == o.st.st_gid &&
+           st.st_mtim.tv_sec == o.st.st_mtim.tv_sec && st.st_mtim.tv_nsec == o.st.st_mtim.tv_nsec &&
+           st.st_atim.tv_sec == o.st.st_atim.tv_sec && st.st_atim.tv_nsec == o.st.st_atim.tv_nsec &&
+           xattrs == o.xattrs;
+  }
+};
+
+Metadata metadata_of(const std::string& path) {
+  Metadata m;
+  EXPECT_EQ(::lstat(path.c_str(), &m.st), 0) << path;
+  char names[4096];
+  const ssize_t n = ::llistxattr(path.c_str(), names, sizeof names);
+  for (ssize_t i = 0; i < n; i += static_cast<ssize_t>(std::strlen(names + i)) + 1) {
+    char value[256];
+    const ssize_t v = ::lgetxattr(path.c_str(), names + i, value, sizeof value);
+    m.xattrs += std::string(names + i) + "=" + std::string(value, v > 0 ? static_cast<std::size_t>(v) : 0) + ";";
+  }
+  return m;
+}
+
+std::string describe(const Metadata& m) {
+  return fmt::format("mode {:o} uid {} gid {} mtime {}.{} xattrs [{}]", m.st.st_mode, m.st.st_uid, m.st.st_gid,
+                     m.st.st_mtim.tv_sec, m.st.st_mtim.tv_nsec, m.xattrs);
+}
+
 // --- Namespaces ----------------------------------------------------------------
 
 class NamespacesTest : public ::testing::Test {
@@ -339,10 +374,14 @@ class NamespacesTest : public ::testing::Test {
   void SetUp() override {
     if (!machine().user_namespaces) GTEST_SKIP() << machine().namespaces_error;
   }
-  // In the child: the three namespace steps of contain().
+  // In the child: the namespace and identity steps of contain() (the new root left out).
   static void enter(const namespaces::Plan& plan) {
+    const int proc_self = namespaces::open_proc_self();
+    CHILD_EXPECT(proc_self >= 0);
+    CHILD_EXPECT(namespaces::unshare_mount_first(plan));
+    CHILD_EXPECT(namespaces::drop_ids(plan));
     CHILD_EXPECT(namespaces::unshare_all(plan));
-    CHILD_EXPECT(namespaces::write_id_maps(plan));
+    CHILD_EXPECT(namespaces::write_id_maps(plan, proc_self));
     CHILD_EXPECT(namespaces::set_hostname());
   }
 };
@@ -397,6 +436,65 @@ TEST_F(NamespacesTest, MapTheSandboxIdsAndName) {
   char after[256] = {};
   ASSERT_EQ(::gethostname(after, sizeof after), 0);
   EXPECT_STREQ(after, host_name);  // the host's own name is untouched
+}
+
+// The canary of the sandbox-uid tests: a file of the host's user (root here),
+// mode 0644, with an extended attribute when the filesystem has them, in a
+// directory anyone may enter (so only the owner check can refuse).
+struct OwnedCanary {
+  TempDir dir;
+  std::string path;
+  OwnedCanary() {
+    ::chmod(dir.path().c_str(), 0755);
+    path = dir.write("owned.txt", "owned-40c2\n");
+    ::chmod(path.c_str(), 0644);
+    ::setxattr(path.c_str(), "user.kept", "1", 1, 0);
+  }
+};
+
+// Owner-checked calls on `path`; `changed` counts the ones that worked.
+void try_owner_calls(const char* path, int* changed) {
+  const struct timespec zero[2] = {{0, 0}, {0, 0}};
+  *changed = 0;
+  if (::chmod(path, 04777) == 0) ++*changed;
+  if (::chown(path, static_cast<uid_t>(::getuid()), static_cast<gid_t>(::getgid())) == 0) ++*changed;
+  if (::utimensat(AT_FDCWD, path, zero, 0) == 0) ++*changed;
+  if (::setxattr(path, "user.planted", "x", 1, 0) == 0) ++*changed;
+  if (::removexattr(path, "user.kept") == 0) ++*changed;
+}
+
+TEST_F(NamespacesTest, TheSandboxUidOwnsNoneOfTheHostsFiles) {
+  if (!namespaces::host_is_root() || !machine().sandbox_uid) GTEST_SKIP() << "the sandbox uid needs a root host";
+  OwnedCanary canary;
+  const Metadata before = metadata_of(canary.path);
+  const auto plan = namespaces::plan_namespaces();
+  ASSERT_TRUE(plan.drop_ids);
+  auto result = in_child([&] {
+    enter(plan);
+    int changed = -1;
+    try_owner_calls(canary.path.c_str(), &changed);  // no seccomp here: only the owner check stands
+    CHILD_EXPECT(changed == 0);
+    CHILD_EXPECT(::getuid() == namespaces::kSandboxId);
+  });
+  EXPECT_TRUE(result.passed()) << result.describe();
+  const Metadata after = metadata_of(canary.path);
+  EXPECT_TRUE(after == before) << describe(before) << " became " << describe(after);
+}
+
+TEST_F(NamespacesTest, WithoutTheSandboxUidTheOwnerCheckPasses) {
+  // Control: a root host's sandbox mapped to its own uid owns the host's files.
+  if (!namespaces::host_is_root()) GTEST_SKIP() << "the control needs a root host";
+  OwnedCanary canary;
+  const Metadata before = metadata_of(canary.path);
+  const auto plan = namespaces::plan_namespaces({.drop_ids = false});
+  auto result = in_child([&] {
+    enter(plan);
+    int changed = -1;
+    try_owner_calls(canary.path.c_str(), &changed);
+    CHILD_EXPECT(changed > 0);
+  });
+  EXPECT_TRUE(result.passed()) << result.describe();
+  EXPECT_FALSE(metadata_of(canary.path) == before);
 }
 
 // --- seccomp -------------------------------------------------------------------
@@ -551,6 +649,158 @@ TEST_F(SeccompTest, DeniesTheKernelAttackSurface) {
   EXPECT_TRUE(WIFSIGNALED(result.status) && WTERMSIG(result.status) == SIGSYS) << result.describe();
 }
 
+// Every call of the file-metadata family on `path` fails with `err`; used by
+// the seccomp test (EPERM) and, with the layer off, by its control.
+void try_metadata_changes(const char* path, int err) {
+  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  CHILD_EXPECT(fd >= 0);
+  CHILD_EXPECT_ERRNO(::chmod(path, 04777), err);
+  CHILD_EXPECT_ERRNO(::fchmod(fd, 04777), err);
+  CHILD_EXPECT_ERRNO(::fchmodat(AT_FDCWD, path, 04777, 0), err);
+  CHILD_EXPECT_ERRNO(::syscall(452 /* fchmodat2 */, AT_FDCWD, path, 04777, 0), err);
+  CHILD_EXPECT_ERRNO(::chown(path, 0, 0), err);
+  CHILD_EXPECT_ERRNO(::fchown(fd, 0, 0), err);
+  CHILD_EXPECT_ERRNO(::lchown(path, 0, 0), err);
+  CHILD_EXPECT_ERRNO(::fchownat(AT_FDCWD, path, 0, 0, 0), err);
+  const struct timespec zero[2] = {{0, 0}, {0, 0}};
+  const struct timeval tv_zero[2] = {{0, 0}, {0, 0}};
+  CHILD_EXPECT_ERRNO(::syscall(SYS_utime, path, nullptr), err);
+  CHILD_EXPECT_ERRNO(::utimes(path, tv_zero), err);
+  CHILD_EXPECT_ERRNO(::utimensat(AT_FDCWD, path, zero, 0), err);
+  CHILD_EXPECT_ERRNO(::futimens(fd, zero), err);
+  CHILD_EXPECT_ERRNO(::syscall(SYS_futimesat, AT_FDCWD, path, tv_zero), err);
+  CHILD_EXPECT_ERRNO(::setxattr(path, "user.taskyon", "x", 1, 0), err);
+  CHILD_EXPECT_ERRNO(::lsetxattr(path, "user.taskyon", "x", 1, 0), err);
+  CHILD_EXPECT_ERRNO(::fsetxattr(fd, "user.taskyon", "x", 1, 0), err);
+  CHILD_EXPECT_ERRNO(::syscall(463 /* setxattrat */, AT_FDCWD, path, 0, "user.taskyon", nullptr, 0), err);
+  CHILD_EXPECT_ERRNO(::removexattr(path, "user.kept"), err);
+  CHILD_EXPECT_ERRNO(::lremovexattr(path, "user.kept"), err);
+  CHILD_EXPECT_ERRNO(::fremovexattr(fd, "user.kept"), err);
+  CHILD_EXPECT_ERRNO(::syscall(466 /* removexattrat */, AT_FDCWD, path, 0, "user.kept"), err);
+  long flags = 0;
+  CHILD_EXPECT_ERRNO(::ioctl(fd, 0x40086602 /* FS_IOC_SETFLAGS */, &flags), err);
+  char fsx[28] = {};
+  CHILD_EXPECT_ERRNO(::ioctl(fd, 0x401c5820 /* FS_IOC_FSSETXATTR */, fsx), err);
+}
+
+TEST_F(SeccompTest, DeniesEveryChangeOfFileMetadata) {
+  TempDir dir;
+  const std::string canary = dir.write("canary.txt", "canary-7e21\n");
+  ASSERT_EQ(::chmod(canary.c_str(), 0644), 0);
+  const bool xattrs = ::setxattr(canary.c_str(), "user.kept", "1", 1, 0) == 0;  // not every filesystem has them
+  const Metadata before = metadata_of(canary);
+  auto result = in_child([&] {
+    load();
+    try_metadata_changes(canary.c_str(), EPERM);
+  });
+  EXPECT_TRUE(result.passed()) << result.describe();
+  const Metadata after = metadata_of(canary);
+  EXPECT_TRUE(after == before) << describe(before) << " became " << describe(after);
+  if (xattrs) {
+    EXPECT_EQ(after.xattrs, "user.kept=1;");
+  }
+  EXPECT_EQ(read_file(canary), "canary-7e21\n");
+}
+
+TEST_F(SeccompTest, WithoutTheFilterTheSameCallsChangeTheCanary) {
+  // Control: the owner of the file changes its mode and times freely.
+  TempDir dir;
+  const std::string canary = dir.write("canary.txt", "canary-7e21\n");
+  ASSERT_EQ(::chmod(canary.c_str(), 0644), 0);
+  const Metadata before = metadata_of(canary);
+  auto result = in_child([&] {
+    CHILD_EXPECT(::chmod(canary.c_str(), 0600) == 0);
+    const struct timespec zero[2] = {{0, 0}, {0, 0}};
+    CHILD_EXPECT(::utimensat(AT_FDCWD, canary.c_str(), zero, 0) == 0);
+  });
+  EXPECT_TRUE(result.passed()) << result.describe();
+  EXPECT_FALSE(metadata_of(canary) == before);
+}
+
+// The limits and scheduling of `pid` as /proc shows them.
+std::string process_state(pid_t pid) {
+  const std::string dir = "/proc/" + std::to_string(pid);
+  std::string stat = read_file(dir + "/stat");
+  const std::size_t close = stat.rfind(')');
+  // After "pid (comm) ": fields 3..; priority and nice are fields 18 and 19.
+  std::istringstream fields(stat.substr(close + 2));
+  std::vector<std::string> f;
+  for (std::string w; fields >> w;) f.push_back(w);
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  ::sched_getaffinity(pid, sizeof cpus, &cpus);
+  return read_file(dir + "/limits") + " nice " + (f.size() > 16 ? f[16] : "?") +
+         " policy " + std::to_string(::sched_getscheduler(pid)) + " cpus " + std::to_string(CPU_COUNT(&cpus)) +
+         " ioprio " + std::to_string(::syscall(SYS_ioprio_get, 1, pid));
+}
+
+TEST_F(SeccompTest, DeniesChangingOtherProcessesLimitsAndScheduling) {
+  ProcessCanary canary;
+  const std::string before = process_state(canary.pid());
+  const std::string host_before = process_state(::getpid());
+  auto result = in_child([&] {
+    load();
+    const pid_t other = canary.pid(), host = ::getppid();
+    struct rlimit none {0, 0}, got {};
+    for (pid_t target : {other, host, pid_t{1}, pid_t{-1}}) {
+      CHILD_EXPECT_ERRNO(::prlimit(target, RLIMIT_NOFILE, &none, nullptr), EPERM);
+      CHILD_EXPECT_ERRNO(::prlimit(target, RLIMIT_FSIZE, &none, nullptr), EPERM);
+      CHILD_EXPECT_ERRNO(::setpriority(PRIO_PROCESS, static_cast<id_t>(target), 19), EPERM);
+      cpu_set_t one;
+      CPU_ZERO(&one);
+      CPU_SET(0, &one);
+      CHILD_EXPECT_ERRNO(::sched_setaffinity(target, sizeof one, &one), EPERM);
+      struct sched_param param {};
+      CHILD_EXPECT_ERRNO(::sched_setscheduler(target, SCHED_IDLE, &param), EPERM);
+      CHILD_EXPECT_ERRNO(::sched_setparam(target, &param), EPERM);
+      char attr[56] = {};
+      attr[0] = 56;
+      CHILD_EXPECT_ERRNO(::syscall(SYS_sched_setattr, target, attr, 0), EPERM);
+      CHILD_EXPECT_ERRNO(::syscall(SYS_ioprio_set, 1 /* IOPRIO_WHO_PROCESS */, target, 7 << 13), EPERM);
+      unsigned long mask = 1;
+      CHILD_EXPECT_ERRNO(::syscall(SYS_migrate_pages, target, 64, &mask, &mask), EPERM);
+      CHILD_EXPECT_ERRNO(::syscall(SYS_move_pages, target, 0, nullptr, nullptr, nullptr, 0), EPERM);
+    }
+    // Reading stays allowed (a runtime's threads read their own by thread id).
+    CHILD_EXPECT(::prlimit(other, RLIMIT_NOFILE, nullptr, &got) == 0);
+    struct sched_param read_param {};
+    CHILD_EXPECT(::sched_getparam(other, &read_param) == 0);
+    errno = 0;
+    ::getpriority(PRIO_PROCESS, static_cast<id_t>(other));
+    CHILD_EXPECT(errno == 0);
+    // A group or a user is never the caller (PRIO_USER 0: every process of the uid).
+    CHILD_EXPECT_ERRNO(::setpriority(PRIO_USER, 0, 19), EPERM);
+    CHILD_EXPECT_ERRNO(::setpriority(PRIO_PGRP, 0, 19), EPERM);
+    CHILD_EXPECT_ERRNO(::syscall(SYS_ioprio_set, 3 /* IOPRIO_WHO_USER */, 0, 7 << 13), EPERM);
+    CHILD_EXPECT_ERRNO(::syscall(SYS_ioprio_set, 2 /* IOPRIO_WHO_PGRP */, 0, 7 << 13), EPERM);
+    // Its own limits and priority, by 0 or by its own pid, as before.
+    for (pid_t self : {pid_t{0}, ::getpid()}) {
+      CHILD_EXPECT(::prlimit(self, RLIMIT_NOFILE, nullptr, &got) == 0);
+      CHILD_EXPECT(::prlimit(self, RLIMIT_NOFILE, &got, nullptr) == 0);
+      CHILD_EXPECT(::setpriority(PRIO_PROCESS, static_cast<id_t>(self), 1) == 0);
+      cpu_set_t cpus;
+      CHILD_EXPECT(::sched_getaffinity(self, sizeof cpus, &cpus) == 0);
+      CHILD_EXPECT(::syscall(SYS_ioprio_get, 1, self) >= 0);
+    }
+  });
+  EXPECT_TRUE(result.passed()) << result.describe();
+  EXPECT_EQ(process_state(canary.pid()), before);
+  EXPECT_EQ(process_state(::getpid()), host_before);
+  EXPECT_TRUE(canary.alive());
+}
+
+TEST_F(SeccompTest, WithoutTheFilterProlimitReachesTheOtherProcess) {
+  // Control: the same uid may lower an unrelated process's limits.
+  ProcessCanary canary;
+  const std::string before = process_state(canary.pid());
+  auto result = in_child([&] {
+    struct rlimit low {64, 64};
+    CHILD_EXPECT(::prlimit(canary.pid(), RLIMIT_NOFILE, &low, nullptr) == 0);
+  });
+  EXPECT_TRUE(result.passed()) << result.describe();
+  EXPECT_NE(process_state(canary.pid()), before);
+}
+
 // --- rlimits -------------------------------------------------------------------
 
 TEST(Rlimits, DenyCoresFileGrowthDescriptorsAndMemory) {
@@ -641,10 +891,11 @@ TEST(Probe, DescribesEveryLayerInContainmentOrder) {
     EXPECT_FALSE(layer.detail.empty()) << layer.id;
   }
   const std::vector<std::string> expected = {
-      "session", "namespaces", "die-with-parent", "rlimits", "descriptors", "workdir", "no-new-privs",
-      "landlock-fs", "landlock-net", "landlock-scope", "seccomp", "environment", "node-permission"};
+      "session", "workdir", "mount-namespace", "sandbox-uid", "namespaces", "pid-namespace", "die-with-parent",
+      "rlimits", "descriptors", "no-new-privs", "landlock-fs", "landlock-net", "landlock-scope", "seccomp",
+      "environment", "node-permission"};
   EXPECT_EQ(ids, expected);
-  const bool complete = s.user_namespaces && s.landlock_abi >= 6 && s.seccomp;
+  const bool complete = s.user_namespaces && s.full_error.empty() && s.landlock_abi >= 6 && s.seccomp;
   EXPECT_EQ(warnings(s).empty(), complete);
   Support bare;
   bare.namespaces_error = "unshare failed";
@@ -735,7 +986,7 @@ TEST(Contain, WithoutItsLayersTheSameScriptCrosses) {
   const fs::path work = dir / "work";
   fs::create_directory(work);
   auto run = run_contained_shell(kHostileScript, work.string(), canary,
-                                 Layers{.namespaces = false, .landlock = false, .seccomp = false});
+                                 Layers{.namespaces = false, .landlock = false, .seccomp = false, .sandbox_uid = false});
   EXPECT_NE(run.out.find("kill:allowed"), std::string::npos) << run.out;
   EXPECT_NE(run.out.find("read:secret-91af"), std::string::npos) << run.out;
   EXPECT_TRUE(WIFSIGNALED(run.status) && WTERMSIG(run.status) == SIGXFSZ) << run.status << run.out;
@@ -754,12 +1005,13 @@ TEST(Contain, ForbidsExecAfterTheRuntimeStarted) {
   // Control: without seccomp (Landlock still on) the exec is refused by
   // Landlock instead (/bin/true is not the runtime); with neither, it runs.
   if (machine().landlock_abi >= 1) {
-    auto landlock_only = run_contained_shell(script, dir.path().string(), "/dev/null",
-                                             Layers{.namespaces = true, .landlock = true, .seccomp = false});
+    auto landlock_only = run_contained_shell(
+        script, dir.path().string(), "/dev/null",
+        Layers{.namespaces = true, .landlock = true, .seccomp = false, .mount_namespace = false});
     EXPECT_NE(landlock_only.out.find("Permission denied"), std::string::npos) << landlock_only.out;
   }
   auto bare = run_contained_shell(script, dir.path().string(), "/dev/null",
-                                  Layers{.namespaces = false, .landlock = false, .seccomp = false});
+                                  Layers{.namespaces = false, .landlock = false, .seccomp = false, .sandbox_uid = false});
   ASSERT_TRUE(WIFEXITED(bare.status));
   EXPECT_EQ(WEXITSTATUS(bare.status), 0) << bare.out;
 }

@@ -118,7 +118,8 @@ int explain(Globals& g, const ExplainArgs& a) {
                                {"name", layer.name},
                                {"active", layer.active},
                                {"detail", layer.detail},
-                               {"denies", layer.denies}});
+                               {"denies", layer.denies},
+                               {"tests", layer.tests}});
     }
     if (!node_error.empty()) out["nodeError"] = node_error;
     print_json(out);
@@ -131,6 +132,7 @@ int explain(Globals& g, const ExplainArgs& a) {
     std::cout << fmt::format("  {:<8} {:<16} {}: {}\n", layer.active ? "active" : "MISSING", layer.id, layer.name,
                              layer.detail);
     std::cout << fmt::format("  {:<8} {:<16} denies: {}\n", "", "", layer.denies);
+    if (!layer.tests.empty()) std::cout << fmt::format("  {:<8} {:<16} shown by: {}\n", "", "", layer.tests);
   }
   if (node.is_null()) {
     std::cout << fmt::format("\nNode sandboxes: unavailable ({})\n", node_error);

@@ -5,36 +5,49 @@
 //
 //   1. signals      empty mask, default dispositions
 //   2. setsid       own session and process group: the host kills the group
-//   3. namespaces   unshare user+net+ipc+uts, write own id maps, host name
-//                   (user namespace first: it owns the others)
-//   4. die with     PR_SET_PDEATHSIG=SIGKILL, then check the host is still the
-//      the host     parent (after the namespaces: changing credentials may
-//                   reset the parent-death signal)
-//   5. rlimits      core 0, file size 0, descriptors, RLIMIT_DATA (rlimits.h)
-//   6. descriptors  protocol pipes on 0/1/2; every other descriptor is marked
+//   3. cwd          chdir into the private empty directory (before the ids
+//                   change: it is the host user's, mode 0700)
+//   4. mount ns,    root host: unshare(CLONE_NEWNS) and build the new root
+//      root first   (mounts.h) with root's authority, before the ids drop
+//   5. sandbox uid  root host: no groups, uid/gid 65534 (namespaces.h)
+//   6. namespaces   unshare user+net+ipc+uts+pid (+mount when not root),
+//                   write own id maps, host name (user namespace first: it
+//                   owns the others); not root: build the new root now
+//   7. PID 1        with a PID namespace, the child forks twice (below) and
+//                   the runtime goes on as PID 2 of the new namespace
+//   8. die with     PR_SET_PDEATHSIG=SIGKILL, then check the parent is still
+//      the parent   there (after the id changes: they reset the signal)
+//   9. rlimits      core 0, file size 0, descriptors, RLIMIT_DATA (rlimits.h)
+//  10. descriptors  protocol pipes on 0/1/2; every other descriptor is marked
 //                   close-on-exec (the exec descriptor and the Landlock ruleset
 //                   are still needed below; exec closes them all)
-//   7. cwd          chdir into the private empty directory
-//   8. no_new_privs no privilege gain through exec; required by 9 and 10
-//   9. Landlock     restrict_self with the runtime's prepared ruleset
-//  10. seccomp      the filter, last: it forbids exec except the prepared call
-//  11. exec         execveat(runtime descriptor, "", argv, envp, AT_EMPTY_PATH)
+//  11. no_new_privs no privilege gain through exec; required by 12 and 13
+//  12. Landlock     restrict_self with the runtime's prepared ruleset
+//  13. seccomp      the filters, last: they forbid exec except the prepared call
+//  14. exec         execveat(runtime descriptor, "", argv, envp, AT_EMPTY_PATH)
 //
 // Each failed step ends the child with its own exit code (Step); nothing here
 // allocates, and every call is checked.
 //
-// No PID namespace. The child would have to be PID 1 of a new namespace
-// (unshare(CLONE_NEWPID) moves only later children, so it needs clone or a
-// second fork): then `process.pid` inside is 1 while the host knows another
-// pid, PID 1 ignores every signal it has no handler for (only SIGKILL from
-// the host still works), and PR_SET_PDEATHSIG of an intermediate process
-// would not reach the runtime. It would buy two things, and both are covered
-// otherwise: signals to the host or other sandboxes are denied by Landlock's
-// signal scope (ABI 6; every child gets its own Landlock domain), and
-// grandchildren cannot exist (seccomp forbids new processes). The host kills
-// the child's process group (setsid makes the child its leader) and tracks the
-// child through a pidfd. On a kernel without Landlock ABI 6 nothing stops a
-// tool from signalling processes of the host's user: `warnings()` says so.
+// PID namespace: unshare(CLONE_NEWPID) moves only later children, and the
+// first of them is PID 1 of the namespace, whose signals without a handler
+// are dropped when they come from inside (a runtime as PID 1 could not
+// kill or abort itself the usual way). So the child (the host's pid, the
+// process-group leader) forks an init, PID 1, that only forks the runtime as
+// PID 2 and waits for it:
+//
+//   host ── child (relay, host pid namespace) ── init (PID 1) ── runtime (PID 2)
+//
+// The init hands the runtime's wait status to the relay through a pipe and
+// exits; when PID 1 ends, the kernel kills whatever is left in the namespace.
+// The relay re-raises the same status (exit code or signal, never a core: it
+// is not dumpable) so the host sees the runtime's own ending. The host's
+// side is unchanged: SIGKILL to the process group (all three are in it),
+// pidfd and waitpid on the relay; the relay dies with the host (parent-death
+// signal), the init with the relay (parent-death signal, plus a pipe that
+// shows the relay was still there after the signal was armed), the runtime
+// with the init (the namespace ends). Inside, `process.pid` is 2 and no host
+// process is visible (there is no /proc) or signalable by pid.
 #pragma once
 
 #include <signal.h>
@@ -49,6 +62,7 @@
 #include "taskyon/base/error.h"
 #include "taskyon/hardening/fd.h"
 #include "taskyon/hardening/landlock.h"
+#include "taskyon/hardening/mounts.h"
 #include "taskyon/hardening/namespaces.h"
 #include "taskyon/hardening/rlimits.h"
 #include "taskyon/hardening/runtime_files.h"
@@ -57,9 +71,13 @@
 namespace taskyon::hardening {
 
 // Exit codes of a child whose containment failed, one per step. 240-249 are
-// the baseline steps; 230-235 the kernel layers. All are above the exit codes
+// the baseline steps; 226-235 the kernel layers. All are above the exit codes
 // Node itself uses.
 enum class Step : int {
+  proc_self = 226,     // open /proc/self (for the id maps, before the root changes)
+  drop_ids = 227,      // setgroups/setresgid/setresuid(65534)
+  mount_root = 228,    // unshare(CLONE_NEWNS) and building the new root (mounts.h)
+  pid_init = 229,      // the PID namespace's init: fork, pipe, wait
   unshare = 230,       // unshare(CLONE_NEWUSER | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS)
   id_maps = 231,       // /proc/self/{setgroups,uid_map,gid_map}
   hostname = 232,      // sethostname
@@ -86,9 +104,12 @@ std::string_view step_name(int exit_code);
 // this machine lacks is left out (and warnings() names it). Switching one off
 // is for tests and diagnostics.
 struct Layers {
-  bool namespaces = true;
+  bool namespaces = true;       // user, network, IPC, UTS
   bool landlock = true;
   bool seccomp = true;
+  bool sandbox_uid = true;      // root host only: the child runs as 65534
+  bool mount_namespace = true;  // needs namespaces: only the runtime's files (mounts.h)
+  bool pid_namespace = true;    // needs namespaces: the runtime is PID 2 of its own namespace
 };
 
 // What children of one runtime executable get, prepared once on the host:
@@ -115,6 +136,7 @@ class Policy {
   Layers layers() const { return active_; }  // what children actually get
   const landlock::Ruleset* ruleset() const { return ruleset_ ? &*ruleset_ : nullptr; }
   const namespaces::Plan& namespace_plan() const { return namespaces_; }
+  const std::vector<mounts::Op>& mount_files() const { return mount_files_; }
   int exec_fd() const { return exec_fd_.get(); }
   seccomp::Exceptions seccomp_exceptions() const { return exceptions_; }
 
@@ -126,6 +148,7 @@ class Policy {
   seccomp::Exceptions exceptions_{};
   std::optional<landlock::Ruleset> ruleset_;
   namespaces::Plan namespaces_;
+  std::vector<mounts::Op> mount_files_;
   Fd exec_fd_;
 };
 
@@ -178,6 +201,7 @@ class Containment {
   struct sigaction default_action_{};
   rlimits::Plan rlimits_;
   std::optional<seccomp::Filter> filter_;
+  mounts::RootPlan root_;
 };
 
 }  // namespace taskyon::hardening

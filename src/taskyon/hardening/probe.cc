@@ -18,10 +18,10 @@ namespace taskyon::hardening {
 
 namespace {
 
-// Forks a child that enters the sandbox's namespaces exactly as contain()
-// does; empty when it could, else why not.
-std::string probe_namespaces() {
-  const namespaces::Plan plan = namespaces::plan_namespaces();
+// Forks a child that enters the sandbox's namespaces as contain() does (the
+// same unshare flags and id steps, the new root left out); empty when it
+// could, else why not.
+std::string probe_namespaces(const namespaces::Plan& plan) {
   int report[2];
   if (::pipe2(report, O_CLOEXEC) != 0) return fmt::format("pipe2 failed: {}", std::strerror(errno));
   const pid_t pid = ::fork();
@@ -33,9 +33,13 @@ std::string probe_namespaces() {
   }
   if (pid == 0) {  // syscalls only
     int step = 0;
-    if (!namespaces::unshare_all(plan)) step = 1;
-    else if (!namespaces::write_id_maps(plan)) step = 2;
-    else if (!namespaces::set_hostname()) step = 3;
+    const int proc_self = namespaces::open_proc_self();
+    if (proc_self < 0) step = 1;
+    else if (!namespaces::unshare_mount_first(plan)) step = 2;
+    else if (!namespaces::drop_ids(plan)) step = 3;
+    else if (!namespaces::unshare_all(plan)) step = 4;
+    else if (!namespaces::write_id_maps(plan, proc_self)) step = 5;
+    else if (!namespaces::set_hostname()) step = 6;
     if (step != 0) {
       const int failure[2] = {step, errno};
       (void)!::write(report[1], failure, sizeof failure);
@@ -53,9 +57,14 @@ std::string probe_namespaces() {
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   if (n == static_cast<ssize_t>(sizeof failure)) {
-    static constexpr const char* kWhat[] = {"", "unshare(CLONE_NEWUSER|CLONE_NEWNET|CLONE_NEWIPC|CLONE_NEWUTS)",
-                                            "writing the id maps", "sethostname"};
-    const int step = failure[0] >= 1 && failure[0] <= 3 ? failure[0] : 0;
+    static constexpr const char* kWhat[] = {"",
+                                            "opening /proc/self",
+                                            "unshare(CLONE_NEWNS)",
+                                            "setgroups/setresgid/setresuid(65534)",
+                                            "unshare(CLONE_NEWUSER|CLONE_NEWNET|CLONE_NEWIPC|CLONE_NEWUTS...)",
+                                            "writing the id maps",
+                                            "sethostname"};
+    const int step = failure[0] >= 1 && failure[0] <= 6 ? failure[0] : 0;
     return fmt::format("{} failed: {}", kWhat[step], std::strerror(failure[1]));
   }
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return "the namespace probe did not finish";
@@ -69,8 +78,17 @@ Support probe() {
   const long pidfd = ::syscall(SYS_pidfd_open, ::getpid(), 0);
   s.pidfd = pidfd >= 0;
   if (pidfd >= 0) ::close(static_cast<int>(pidfd));
-  s.namespaces_error = probe_namespaces();
+  s.namespaces_error = probe_namespaces(namespaces::plan_namespaces({.drop_ids = false, .mount = false, .pid = false}));
   s.user_namespaces = s.namespaces_error.empty();
+  if (s.user_namespaces) {
+    s.full_error = probe_namespaces(namespaces::plan_namespaces());
+    const bool full = s.full_error.empty();
+    s.sandbox_uid = full && namespaces::host_is_root();
+    s.mount_namespace = full;
+    s.pid_namespace = full;
+  } else {
+    s.full_error = s.namespaces_error;
+  }
   return s;
 }
 
@@ -84,48 +102,95 @@ const Support& support() {
 std::vector<Layer> describe_layers(const Support& s) {
   const int abi = s.landlock_abi;
   const std::string landlock_missing = "this kernel has no Landlock";
+  auto L = [](std::string id, std::string name, bool active, std::string detail, std::string denies) {
+    return Layer{std::move(id), std::move(name), active, std::move(detail), std::move(denies), {}};
+  };
   std::vector<Layer> layers = {
-      {"session", "own session, process-group kill", true,
+      L("session", "own session, process-group kill", true,
        s.pidfd ? "setsid; tracked by a pidfd; SIGKILL to the group" : "setsid; SIGKILL to the group (no pidfd_open)",
-       "outliving a kill: the host SIGKILLs the child's whole process group"},
-      {"namespaces", "user, network, IPC and UTS namespaces", s.user_namespaces,
+       "outliving a kill: the host SIGKILLs the child's whole process group"),
+      L("workdir", "private empty working directory", true, "a fresh <tmp>/taskyon-sandbox-XXXXXX, mode 0700",
+       "relative paths reaching the host's working directory"),
+      L("mount-namespace", "mount namespace with only the runtime's files", s.mount_namespace,
+       s.mount_namespace ? "tmpfs root, the runtime's files bound read-only, empty /tmp and cwd, no /proc"
+                         : (s.full_error.empty() ? "needs user namespaces" : s.full_error),
+       "seeing the host's file tree: stat, access, readlink and opens of any other host path answer ENOENT; "
+       "the runtime's own files are read-only (EROFS)"),
+      L("sandbox-uid", "sandbox uid 65534 (root host)", s.sandbox_uid,
+       s.sandbox_uid ? "uid/gid 65534 outside, no supplementary groups"
+       : namespaces::host_is_root()
+           ? (s.full_error.empty() ? "cannot become 65534" : s.full_error)
+           : "tycli is not root: only its own uid can be mapped, so seccomp, Landlock and the mount namespace "
+             "carry the owner rule",
+       "owning the host user's files: chmod, chown, utimes and xattr changes on them fail the owner check"),
+      L("namespaces", "user, network, IPC and UTS namespaces", s.user_namespaces,
        s.user_namespaces ? fmt::format("uid/gid {} inside, host name \"{}\"", namespaces::kSandboxId,
                                        namespaces::kSandboxHostname)
                          : s.namespaces_error,
        "the network (no interface but a loopback that is down), host abstract UNIX sockets, SysV IPC, the host "
-       "name, root inside"},
-      {"die-with-parent", "parent-death signal", true, "PR_SET_PDEATHSIG=SIGKILL",
-       "outliving the host: the child is killed when the host dies"},
-      {"rlimits", "resource limits", true, "RLIMIT_CORE=0, RLIMIT_FSIZE=0, RLIMIT_NOFILE, RLIMIT_DATA",
-       "core files, writing file contents, unbounded descriptors, off-heap memory beyond RLIMIT_DATA"},
-      {"descriptors", "protocol pipes only", true, "fds 0/1/2 are pipes; everything else is closed at exec",
-       "inherited descriptors of the host (files, sockets, pipes)"},
-      {"workdir", "private empty working directory", true, "a fresh <tmp>/taskyon-sandbox-XXXXXX, mode 0700",
-       "relative paths reaching the host's working directory"},
-      {"no-new-privs", "no new privileges", true, "PR_SET_NO_NEW_PRIVS=1",
-       "gaining privilege through exec (setuid, file capabilities)"},
-      {"landlock-fs", "Landlock filesystem rules", abi >= 1,
+       "name, root inside"),
+      L("pid-namespace", "PID namespace (the runtime is PID 2)", false,
+       s.pid_namespace ? "supported here (Layers::pid_namespace) but not yet applied to tool sandboxes: the pool "
+                         "names a sandbox by its runtime's host pid; Landlock's signal scope covers signals"
+                       : (s.full_error.empty() ? "needs user namespaces" : s.full_error),
+       "seeing or signalling host processes by pid: every host pid is unknown (ESRCH)"),
+      L("die-with-parent", "parent-death signal", true, "PR_SET_PDEATHSIG=SIGKILL",
+       "outliving the host: the child is killed when the host dies"),
+      L("rlimits", "resource limits", true, "RLIMIT_CORE=0, RLIMIT_FSIZE=0, RLIMIT_NOFILE, RLIMIT_DATA",
+       "core files, writing file contents, unbounded descriptors, off-heap memory beyond RLIMIT_DATA"),
+      L("descriptors", "protocol pipes only", true, "fds 0/1/2 are pipes; everything else is closed at exec",
+       "inherited descriptors of the host (files, sockets, pipes)"),
+      L("no-new-privs", "no new privileges", true, "PR_SET_NO_NEW_PRIVS=1",
+       "gaining privilege through exec (setuid, file capabilities)"),
+      L("landlock-fs", "Landlock filesystem rules", abi >= 1,
        abi >= 1 ? fmt::format("Landlock ABI {}", abi) : landlock_missing,
        "reading anything but the runtime and its libraries, executing anything else, writing, creating, "
-       "removing or truncating any file"},
-      {"landlock-net", "Landlock TCP rules", abi >= 4,
+       "removing or truncating any file"),
+      L("landlock-net", "Landlock TCP rules", abi >= 4,
        abi >= 4 ? fmt::format("Landlock ABI {}", abi)
                 : abi >= 1 ? fmt::format("needs Landlock ABI 4, this kernel has {}", abi) : landlock_missing,
-       "TCP bind and connect on every port"},
-      {"landlock-scope", "Landlock signal and abstract-socket scopes", abi >= 6,
+       "TCP bind and connect on every port"),
+      L("landlock-scope", "Landlock signal and abstract-socket scopes", abi >= 6,
        abi >= 6 ? fmt::format("Landlock ABI {}", abi)
                 : abi >= 1 ? fmt::format("needs Landlock ABI 6, this kernel has {}", abi) : landlock_missing,
-       "signals to any process outside the sandbox (host, other sandboxes), abstract UNIX sockets of others"},
-      {"seccomp", "seccomp filter", s.seccomp,
+       "signals to any process outside the sandbox (host, other sandboxes), abstract UNIX sockets of others"),
+      L("seccomp", "seccomp filter", s.seccomp,
        s.seccomp ? "libseccomp, exported to BPF on the host" : "no seccomp filters",
        "socket(), fork/vfork/non-thread clone, exec after start, io_uring, ptrace, process_vm_*, unshare, setns, "
-       "mount, bpf, perf_event_open, keyctl, userfaultfd"},
-      {"environment", "explicit minimal environment", true, "the host passes the whole environment (Node: none)",
-       "the host's environment variables: API keys, tokens, HOME, PATH"},
-      {"node-permission", "Node permission model (runtime, not a boundary)", true,
+       "mount, bpf, perf_event_open, keyctl, userfaultfd; chmod/chown/utimes/xattr changes and inode-flag ioctls "
+       "on any file; prlimit, setpriority, sched_*, ioprio on any process but itself"),
+      L("environment", "explicit minimal environment", true, "the host passes the whole environment (Node: none)",
+       "the host's environment variables: API keys, tokens, HOME, PATH"),
+      L("node-permission", "Node permission model (runtime, not a boundary)", true,
        "--experimental-permission without any --allow-*",
-       "node:fs, child_process, worker_threads, addons, inspector, WASI at the JavaScript level"},
+       "node:fs, child_process, worker_threads, addons, inspector, WASI at the JavaScript level"),
   };
+  // Every claim above and the tests that show it (docs/sandbox.md, "What
+  // `tycli sandbox explain` claims").
+  static const std::pair<const char*, const char*> kTests[] = {
+      {"session", "SandboxPool.InfiniteLoopTimesOutAndTheNextCallGetsAFreshSandbox, EscapeNode.LIFE_04_*"},
+      {"workdir", "SandboxPool.ChildCwdIsAPrivateEmptyDirectoryRemovedOnDestroy"},
+      {"mount-namespace", "KernelLayers.MountNamespaceHidesHostPaths/{node,deno}"},
+      {"sandbox-uid", "KernelLayers.SandboxUidFailsTheOwnerCheck/{node,deno}, "
+                      "NamespacesTest.TheSandboxUidOwnsNoneOfTheHostsFiles"},
+      {"namespaces", "NamespacesTest.HaveNoNetwork, NamespacesTest.HideTheHostsAbstractSockets"},
+      {"pid-namespace", "KernelLayers.PidNamespaceHidesHostProcesses/{node,deno}"},
+      {"die-with-parent", "SandboxHostDeath.*"},
+      {"rlimits", "Rlimits.DenyCoresFileGrowthDescriptorsAndMemory"},
+      {"descriptors", "EscapeNode.FS_11_*, EscapeDeno.FS_11_*"},
+      {"no-new-privs", "Contain.RunsARuntimeUnderEveryLayer"},
+      {"landlock-fs", "LandlockTest.ReadsOnlyGrantedFiles, LandlockTest.WritesNowhere, Contain.*"},
+      {"landlock-net", "LandlockTest.DeniesTcpBindAndConnect"},
+      {"landlock-scope", "LandlockTest.ScopesSignals, LandlockTest.ScopesAbstractUnixSockets"},
+      {"seccomp", "SeccompTest.*, KernelLayers.SeccompDeniesMetadataAndOtherProcessesPriority/{node,deno}"},
+      {"environment", "EscapeNode.ENV_01_*"},
+      {"node-permission", "EscapeNode.*"},
+  };
+  for (Layer& layer : layers) {
+    for (const auto& [id, tests] : kTests) {
+      if (layer.id == id) layer.tests = tests;
+    }
+  }
   return layers;
 }
 
@@ -134,6 +199,9 @@ std::vector<std::string> warnings(const Support& s) {
   if (!s.user_namespaces) {
     out.push_back("sandboxes run without user and network namespaces (" + s.namespaces_error +
                   "); seccomp's socket() rule is the only network barrier");
+  } else if (!s.full_error.empty()) {
+    out.push_back("sandboxes run without their mount and PID namespaces and sandbox uid (" + s.full_error +
+                  "): host paths can be probed and host pids seen");
   }
   if (s.landlock_abi < 1) {
     out.push_back("this kernel lacks Landlock: sandboxes run without filesystem rules, TCP rules and signal scope; "

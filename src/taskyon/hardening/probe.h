@@ -12,6 +12,10 @@ struct Support {
   bool seccomp = false;          // seccomp filters (SECCOMP_MODE_FILTER)
   bool user_namespaces = false;  // a child of this process can enter the sandbox's namespaces
   std::string namespaces_error;  // why not, when it cannot
+  bool sandbox_uid = false;      // root host: a child can become 65534 before its namespaces
+  bool mount_namespace = false;  // a child can add a mount namespace to them
+  bool pid_namespace = false;    // a child can add a PID namespace to them
+  std::string full_error;        // why the full set (uid, mount, pid) cannot be entered
   bool pidfd = false;            // pidfd_open(2): children tracked without pid reuse races
 };
 
@@ -26,6 +30,7 @@ struct Layer {
   bool active = false; // applied to every sandbox child on this machine
   std::string detail;  // e.g. "Landlock ABI 7", or why it is inactive
   std::string denies;  // what it denies, in one sentence
+  std::string tests;   // the hostile tests that prove the claim (each also runs with the layer off)
 };
 
 std::vector<Layer> describe_layers(const Support& support);

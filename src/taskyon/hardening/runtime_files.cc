@@ -120,12 +120,14 @@ Result<RuntimeFiles> runtime_files(const std::string& executable) {
   auto exe = real_path(executable);
   if (!exe) return std::unexpected(std::move(exe.error()));
   files.executable = std::move(*exe);
+  files.named.push_back(executable.starts_with("/") ? executable : files.executable);
   auto interp = elf_interpreter(files.executable);
   if (!interp) return std::unexpected(std::move(interp.error()));
   if (interp->empty()) return files;
   auto interp_real = real_path(*interp);
   if (!interp_real) return std::unexpected(std::move(interp_real.error()));
   files.interpreter = std::move(*interp_real);
+  files.named.push_back(*interp);
 
   auto listed = list_libraries(*interp, files.executable);
   if (!listed) return std::unexpected(std::move(listed.error()));
@@ -145,8 +147,10 @@ Result<RuntimeFiles> runtime_files(const std::string& executable) {
     start = start == std::string_view::npos ? line.find_first_not_of(" \t") : start + 3;
     if (start == std::string_view::npos || line[start] != '/') continue;
     const std::size_t stop = line.find(" (0x", start);
-    auto lib = real_path(std::string(line.substr(start, stop == std::string_view::npos ? line.npos : stop - start)));
+    const std::string named(line.substr(start, stop == std::string_view::npos ? line.npos : stop - start));
+    auto lib = real_path(named);
     if (!lib) return std::unexpected(std::move(lib.error()));
+    if (std::ranges::find(files.named, named) == files.named.end()) files.named.push_back(named);
     if (*lib == files.interpreter || std::ranges::find(files.libraries, *lib) != files.libraries.end()) continue;
     files.libraries.push_back(std::move(*lib));
   }

@@ -17,6 +17,9 @@ struct RuntimeFiles {
   std::string executable;                // real path of the executable
   std::string interpreter;               // real path of its ELF interpreter; empty when static
   std::vector<std::string> libraries;    // real paths of the shared libraries, in load order
+  // Every path above as the runtime names it when it starts (the executable as
+  // given, PT_INTERP, the loader's paths): what its mount namespace must resolve.
+  std::vector<std::string> named;
 };
 
 // Errc::runtime_missing when `executable` is not a readable ELF file;

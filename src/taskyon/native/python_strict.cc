@@ -126,6 +126,9 @@ Result<std::shared_ptr<const hardening::Policy>> python_policy(const std::string
                                                                bool namespaces) {
   hardening::Layers layers = kAllLayers;
   layers.namespaces = namespaces;
+  layers.mount_namespace = false;  // the sandbox root (hardening/mounts.h) binds files, not python's trees
+  layers.pid_namespace = false;    // as for Node and Deno children (sandbox.cc node_policy)
+  layers.sandbox_uid = false;      // uid 65534 cannot reach an interpreter under /root (pyenv): not yet
   auto policy = hardening::Policy::prepare(executable, reads.files, layers);
   if (!policy) return std::unexpected(std::move(policy.error()));
   if (auto added = add_tree_rules(**policy, reads.trees); !added) return std::unexpected(std::move(added.error()));

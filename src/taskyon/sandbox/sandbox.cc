@@ -169,7 +169,9 @@ Result<std::shared_ptr<const hardening::Policy>> node_policy(const std::string& 
   static std::map<std::string, std::shared_ptr<const hardening::Policy>, std::less<>> cache;
   std::lock_guard lock(mu);
   if (auto it = cache.find(node); it != cache.end()) return it->second;
-  auto policy = hardening::Policy::prepare(node, {"/dev/null"});
+  // No PID namespace yet for pool children (docs/sandbox.md, "PID namespace"):
+  // the pool names a sandbox by its runtime's host pid.
+  auto policy = hardening::Policy::prepare(node, {"/dev/null"}, hardening::Layers{.pid_namespace = false});
   if (!policy) return policy;
   cache.emplace(node, *policy);
   return *policy;
