@@ -51,7 +51,7 @@ namespace {
 constexpr std::chrono::milliseconds kProbeTimeout{10000};
 constexpr const char* kStrictEnv = "LANG=C.UTF-8";
 constexpr std::uint64_t kOpenFiles = 256;
-constexpr const char* kDevNodes[] = {"/dev/null", "/dev/zero", "/dev/urandom"};  // strict /dev inside bwrap
+constexpr const char* kDevNodes[] = {"/dev/zero", "/dev/urandom"};  // strict /dev inside bwrap, read-only
 
 // Landlock (include/uapi/linux/landlock.h): rights for a directory tree.
 constexpr long kSysLandlockAddRule = 445;
@@ -158,19 +158,28 @@ bool under(const std::string& path, const std::set<std::string>& roots) {
 // the top-level /bin, /lib… as the host has them (symlinks into /usr on a
 // merged-/usr system), the loader cache, private /tmp, /proc and a minimal
 // /dev. `bound` receives the directories the root holds.
-std::vector<std::string> bwrap_root(const std::string& bwrap, std::set<std::string>& bound) {
+std::vector<std::string> bwrap_root(const std::string& bwrap, std::set<std::string>& bound,
+                                    const std::string& null_file) {
   std::vector<std::string> a = {bwrap,       "--unshare-all", "--die-with-parent", "--new-session", "--clearenv",
                                 "--cap-drop", "ALL",           "--hostname",        "sandbox",       "--uid",
                                 "1000",       "--gid",         "1000",              "--tmpfs",       "/tmp",
                                 "--proc",     "/proc"};
   // Our own /dev, never the host's nodes writable: a tmpfs holding read-only
-  // binds of exactly null, zero and urandom, then made read-only itself.
-  // bwrap's --dev would bind the host's nodes writable (utime/chmod of the
-  // host's /dev/null). bwrap 0.8 marks every read-only bind nodev (its
-  // remount adds MS_NODEV), so the nodes cannot be opened either — strict
-  // Python's Landlock grants none of them anyway (it uses getrandom(2)).
+  // binds of zero and urandom and, as null, `null_file` (an empty file of
+  // this run's scratch directory, bound writable: the helper's loader query
+  // opens /dev/null for writing) or, for the probe, the host's node
+  // read-only; then made read-only itself. bwrap's --dev would bind the
+  // host's nodes writable (utime/chmod of the host's /dev/null). bwrap 0.8
+  // marks every read-only bind nodev (its remount adds MS_NODEV), so zero and
+  // urandom cannot be opened — strict Python's Landlock grants none of these
+  // anyway (it takes entropy from getrandom(2)).
   a.insert(a.end(), {"--tmpfs", "/dev"});
   for (const char* node : kDevNodes) a.insert(a.end(), {"--ro-bind", node, node});
+  if (null_file.empty()) {
+    a.insert(a.end(), {"--ro-bind", "/dev/null", "/dev/null"});
+  } else {
+    a.insert(a.end(), {"--bind", null_file, "/dev/null"});
+  }
   a.insert(a.end(), {"--remount-ro", "/dev", "--ro-bind", "/usr", "/usr"});
   bound = {"/usr"};  // not /tmp: a file bound below it (tycli in a build tree) must stay visible
   for (const char* top : {"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}) {
@@ -192,12 +201,12 @@ std::vector<std::string> bwrap_root(const std::string& bwrap, std::set<std::stri
 
 // bwrap's command line: the minimal root plus the interpreter's files and
 // the helper; then the helper, which contains python3.
-std::vector<std::string> bwrap_argv(const std::string& bwrap, const std::string& helper,
+std::vector<std::string> bwrap_argv(const std::string& bwrap, const std::string& null_file, const std::string& helper,
                                     const hardening::RuntimeFiles& python_files,
                                     const hardening::RuntimeFiles& helper_files, const Reads& reads,
                                     const std::vector<std::string>& python_argv) {
   std::set<std::string> bound;
-  std::vector<std::string> a = bwrap_root(bwrap, bound);
+  std::vector<std::string> a = bwrap_root(bwrap, bound, null_file);
   std::vector<std::string> paths = {python_files.executable, python_files.interpreter, helper_files.executable,
                                     helper_files.interpreter};
   paths.insert(paths.end(), python_files.libraries.begin(), python_files.libraries.end());
@@ -249,7 +258,15 @@ Result<std::unique_ptr<sandbox::Child>> spawn_strict(const Interpreter& python, 
   // parent-death signal, pipes only, private cwd, no_new_privs, empty
   // environment): it cannot run under RLIMIT_FSIZE=0, Landlock or seccomp.
   // The helper applies the resource limits and kernel layers inside it.
-  return spawn_plain(bwrap_argv(bw.path, helper_path, *python_files, *helper_files, reads, argv), {}, workdir,
+  // The sandbox's /dev/null: an empty file of its own, removed with the
+  // working directory (bwrap_root).
+  const std::string null_file = workdir + "/null";
+  if (const int fd = ::open(null_file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600); fd >= 0) {
+    ::close(fd);
+  } else {
+    return fail(Errc::io, fmt::format("cannot create {}: {}", null_file, std::strerror(errno)), null_file);
+  }
+  return spawn_plain(bwrap_argv(bw.path, null_file, helper_path, *python_files, *helper_files, reads, argv), {}, workdir,
                      /*no_new_privs=*/true);
 }
 
@@ -296,7 +313,7 @@ const Bubblewrap& bubblewrap() {
     }
     // The probe builds a root as strict runs do and runs bwrap itself in it.
     std::set<std::string> bound;
-    std::vector<std::string> argv = bwrap_root(bwrap, bound);
+    std::vector<std::string> argv = bwrap_root(bwrap, bound, "");
     if (!under(bwrap, bound)) argv.insert(argv.end(), {"--ro-bind", bwrap, bwrap});
     argv.insert(argv.end(), {"--", bwrap, "--version"});
     auto child = detail::spawn_plain(argv, {}, "");
