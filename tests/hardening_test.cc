@@ -16,7 +16,10 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
+#include <sys/time.h>
+#include <sys/xattr.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -33,9 +36,11 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "taskyon/hardening/contain.h"
@@ -399,6 +404,36 @@ TEST_F(NamespacesTest, MapTheSandboxIdsAndName) {
   EXPECT_STREQ(after, host_name);  // the host's own name is untouched
 }
 
+// A file's metadata as the host sees it: mode, owner, times, extended attributes.
+struct Metadata {
+  struct stat st {};
+  std::string xattrs;  // "name=value;" for every attribute
+  bool operator==(const Metadata& o) const {
+    return st.st_mode == o.st.st_mode && st.st_uid == o.st.st_uid && st.st_gid == o.st.st_gid &&
+           st.st_mtim.tv_sec == o.st.st_mtim.tv_sec && st.st_mtim.tv_nsec == o.st.st_mtim.tv_nsec &&
+           st.st_atim.tv_sec == o.st.st_atim.tv_sec && st.st_atim.tv_nsec == o.st.st_atim.tv_nsec &&
+           xattrs == o.xattrs;
+  }
+};
+
+Metadata metadata_of(const std::string& path) {
+  Metadata m;
+  EXPECT_EQ(::lstat(path.c_str(), &m.st), 0) << path;
+  char names[4096];
+  const ssize_t n = ::llistxattr(path.c_str(), names, sizeof names);
+  for (ssize_t i = 0; i < n; i += static_cast<ssize_t>(std::strlen(names + i)) + 1) {
+    char value[256];
+    const ssize_t v = ::lgetxattr(path.c_str(), names + i, value, sizeof value);
+    m.xattrs += std::string(names + i) + "=" + std::string(value, v > 0 ? static_cast<std::size_t>(v) : 0) + ";";
+  }
+  return m;
+}
+
+std::string describe(const Metadata& m) {
+  return fmt::format("mode {:o} uid {} gid {} mtime {}.{} xattrs [{}]", m.st.st_mode, m.st.st_uid, m.st.st_gid,
+                     m.st.st_mtim.tv_sec, m.st.st_mtim.tv_nsec, m.xattrs);
+}
+
 // --- seccomp -------------------------------------------------------------------
 
 class SeccompTest : public ::testing::Test {
@@ -549,6 +584,163 @@ TEST_F(SeccompTest, DeniesTheKernelAttackSurface) {
   });
   ASSERT_TRUE(result.failure.empty()) << result.failure;
   EXPECT_TRUE(WIFSIGNALED(result.status) && WTERMSIG(result.status) == SIGSYS) << result.describe();
+}
+
+// Every call of the file-metadata family on `path` fails with `err`; used by
+// the seccomp test (EPERM) and, with the layer off, by its control.
+void try_metadata_changes(const char* path, int err) {
+  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  CHILD_EXPECT(fd >= 0);
+  CHILD_EXPECT_ERRNO(::chmod(path, 04777), err);
+  CHILD_EXPECT_ERRNO(::fchmod(fd, 04777), err);
+  CHILD_EXPECT_ERRNO(::fchmodat(AT_FDCWD, path, 04777, 0), err);
+  CHILD_EXPECT_ERRNO(::syscall(452 /* fchmodat2 */, AT_FDCWD, path, 04777, 0), err);
+  CHILD_EXPECT_ERRNO(::chown(path, 0, 0), err);
+  CHILD_EXPECT_ERRNO(::fchown(fd, 0, 0), err);
+  CHILD_EXPECT_ERRNO(::lchown(path, 0, 0), err);
+  CHILD_EXPECT_ERRNO(::fchownat(AT_FDCWD, path, 0, 0, 0), err);
+  const struct timespec zero[2] = {{0, 0}, {0, 0}};
+  const struct timeval tv_zero[2] = {{0, 0}, {0, 0}};
+  CHILD_EXPECT_ERRNO(::syscall(SYS_utime, path, nullptr), err);
+  CHILD_EXPECT_ERRNO(::utimes(path, tv_zero), err);
+  CHILD_EXPECT_ERRNO(::utimensat(AT_FDCWD, path, zero, 0), err);
+  CHILD_EXPECT_ERRNO(::futimens(fd, zero), err);
+  CHILD_EXPECT_ERRNO(::syscall(SYS_futimesat, AT_FDCWD, path, tv_zero), err);
+  CHILD_EXPECT_ERRNO(::setxattr(path, "user.taskyon", "x", 1, 0), err);
+  CHILD_EXPECT_ERRNO(::lsetxattr(path, "user.taskyon", "x", 1, 0), err);
+  CHILD_EXPECT_ERRNO(::fsetxattr(fd, "user.taskyon", "x", 1, 0), err);
+  CHILD_EXPECT_ERRNO(::syscall(463 /* setxattrat */, AT_FDCWD, path, 0, "user.taskyon", nullptr, 0), err);
+  CHILD_EXPECT_ERRNO(::removexattr(path, "user.kept"), err);
+  CHILD_EXPECT_ERRNO(::lremovexattr(path, "user.kept"), err);
+  CHILD_EXPECT_ERRNO(::fremovexattr(fd, "user.kept"), err);
+  CHILD_EXPECT_ERRNO(::syscall(466 /* removexattrat */, AT_FDCWD, path, 0, "user.kept"), err);
+  long flags = 0;
+  CHILD_EXPECT_ERRNO(::ioctl(fd, 0x40086602 /* FS_IOC_SETFLAGS */, &flags), err);
+  char fsx[28] = {};
+  CHILD_EXPECT_ERRNO(::ioctl(fd, 0x401c5820 /* FS_IOC_FSSETXATTR */, fsx), err);
+}
+
+TEST_F(SeccompTest, DeniesEveryChangeOfFileMetadata) {
+  TempDir dir;
+  const std::string canary = dir.write("canary.txt", "canary-7e21\n");
+  ASSERT_EQ(::chmod(canary.c_str(), 0644), 0);
+  const bool xattrs = ::setxattr(canary.c_str(), "user.kept", "1", 1, 0) == 0;  // not every filesystem has them
+  const Metadata before = metadata_of(canary);
+  auto result = in_child([&] {
+    load();
+    try_metadata_changes(canary.c_str(), EPERM);
+  });
+  EXPECT_TRUE(result.passed()) << result.describe();
+  const Metadata after = metadata_of(canary);
+  EXPECT_TRUE(after == before) << describe(before) << " became " << describe(after);
+  if (xattrs) {
+    EXPECT_EQ(after.xattrs, "user.kept=1;");
+  }
+  EXPECT_EQ(read_file(canary), "canary-7e21\n");
+}
+
+TEST_F(SeccompTest, WithoutTheFilterTheSameCallsChangeTheCanary) {
+  // Control: the owner of the file changes its mode and times freely.
+  TempDir dir;
+  const std::string canary = dir.write("canary.txt", "canary-7e21\n");
+  ASSERT_EQ(::chmod(canary.c_str(), 0644), 0);
+  const Metadata before = metadata_of(canary);
+  auto result = in_child([&] {
+    CHILD_EXPECT(::chmod(canary.c_str(), 0600) == 0);
+    const struct timespec zero[2] = {{0, 0}, {0, 0}};
+    CHILD_EXPECT(::utimensat(AT_FDCWD, canary.c_str(), zero, 0) == 0);
+  });
+  EXPECT_TRUE(result.passed()) << result.describe();
+  EXPECT_FALSE(metadata_of(canary) == before);
+}
+
+// The limits and scheduling of `pid` as /proc shows them.
+std::string process_state(pid_t pid) {
+  const std::string dir = "/proc/" + std::to_string(pid);
+  std::string stat = read_file(dir + "/stat");
+  const std::size_t close = stat.rfind(')');
+  // After "pid (comm) ": fields 3..; priority and nice are fields 18 and 19.
+  std::istringstream fields(stat.substr(close + 2));
+  std::vector<std::string> f;
+  for (std::string w; fields >> w;) f.push_back(w);
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  ::sched_getaffinity(pid, sizeof cpus, &cpus);
+  return read_file(dir + "/limits") + " nice " + (f.size() > 16 ? f[16] : "?") +
+         " policy " + std::to_string(::sched_getscheduler(pid)) + " cpus " + std::to_string(CPU_COUNT(&cpus)) +
+         " ioprio " + std::to_string(::syscall(SYS_ioprio_get, 1, pid));
+}
+
+TEST_F(SeccompTest, DeniesChangingOrReadingOtherProcessesLimitsAndScheduling) {
+  ProcessCanary canary;
+  const std::string before = process_state(canary.pid());
+  const std::string host_before = process_state(::getpid());
+  auto result = in_child([&] {
+    load();
+    const pid_t other = canary.pid(), host = ::getppid();
+    struct rlimit none {0, 0}, got {};
+    for (pid_t target : {other, host, pid_t{1}, pid_t{-1}}) {
+      CHILD_EXPECT_ERRNO(::prlimit(target, RLIMIT_NOFILE, &none, nullptr), EPERM);
+      CHILD_EXPECT_ERRNO(::prlimit(target, RLIMIT_FSIZE, &none, nullptr), EPERM);
+      CHILD_EXPECT_ERRNO(::prlimit(target, RLIMIT_NOFILE, nullptr, &got), EPERM);
+      CHILD_EXPECT_ERRNO(::setpriority(PRIO_PROCESS, static_cast<id_t>(target), 19), EPERM);
+      CHILD_EXPECT_ERRNO(::getpriority(PRIO_PROCESS, static_cast<id_t>(target)), EPERM);
+      cpu_set_t one;
+      CPU_ZERO(&one);
+      CPU_SET(0, &one);
+      CHILD_EXPECT_ERRNO(::sched_setaffinity(target, sizeof one, &one), EPERM);
+      CHILD_EXPECT_ERRNO(::sched_getaffinity(target, sizeof one, &one), EPERM);
+      struct sched_param param {};
+      CHILD_EXPECT_ERRNO(::sched_setscheduler(target, SCHED_IDLE, &param), EPERM);
+      CHILD_EXPECT_ERRNO(::sched_setparam(target, &param), EPERM);
+      CHILD_EXPECT_ERRNO(::sched_getparam(target, &param), EPERM);
+      CHILD_EXPECT_ERRNO(::sched_getscheduler(target), EPERM);
+      char attr[56] = {};
+      attr[0] = 56;
+      CHILD_EXPECT_ERRNO(::syscall(SYS_sched_setattr, target, attr, 0), EPERM);
+      CHILD_EXPECT_ERRNO(::syscall(SYS_sched_getattr, target, attr, sizeof attr, 0), EPERM);
+      struct timespec ts {};
+      CHILD_EXPECT_ERRNO(::sched_rr_get_interval(target, &ts), EPERM);
+      CHILD_EXPECT_ERRNO(::syscall(SYS_ioprio_set, 1 /* IOPRIO_WHO_PROCESS */, target, 7 << 13), EPERM);
+      CHILD_EXPECT_ERRNO(::syscall(SYS_ioprio_get, 1, target), EPERM);
+      unsigned long mask = 1;
+      CHILD_EXPECT_ERRNO(::syscall(SYS_migrate_pages, target, 64, &mask, &mask), EPERM);
+      CHILD_EXPECT_ERRNO(::syscall(SYS_move_pages, target, 0, nullptr, nullptr, nullptr, 0), EPERM);
+      void* head = nullptr;
+      std::size_t len = 0;
+      CHILD_EXPECT_ERRNO(::syscall(SYS_get_robust_list, target, &head, &len), EPERM);
+    }
+    // A group or a user is never the caller (PRIO_USER 0: every process of the uid).
+    CHILD_EXPECT_ERRNO(::setpriority(PRIO_USER, 0, 19), EPERM);
+    CHILD_EXPECT_ERRNO(::setpriority(PRIO_PGRP, 0, 19), EPERM);
+    CHILD_EXPECT_ERRNO(::syscall(SYS_ioprio_set, 3 /* IOPRIO_WHO_USER */, 0, 7 << 13), EPERM);
+    CHILD_EXPECT_ERRNO(::syscall(SYS_ioprio_set, 2 /* IOPRIO_WHO_PGRP */, 0, 7 << 13), EPERM);
+    // Its own limits and priority, by 0 or by its own pid, as before.
+    for (pid_t self : {pid_t{0}, ::getpid()}) {
+      CHILD_EXPECT(::prlimit(self, RLIMIT_NOFILE, nullptr, &got) == 0);
+      CHILD_EXPECT(::prlimit(self, RLIMIT_NOFILE, &got, nullptr) == 0);
+      CHILD_EXPECT(::setpriority(PRIO_PROCESS, static_cast<id_t>(self), 1) == 0);
+      cpu_set_t cpus;
+      CHILD_EXPECT(::sched_getaffinity(self, sizeof cpus, &cpus) == 0);
+      CHILD_EXPECT(::syscall(SYS_ioprio_get, 1, self) >= 0);
+    }
+  });
+  EXPECT_TRUE(result.passed()) << result.describe();
+  EXPECT_EQ(process_state(canary.pid()), before);
+  EXPECT_EQ(process_state(::getpid()), host_before);
+  EXPECT_TRUE(canary.alive());
+}
+
+TEST_F(SeccompTest, WithoutTheFilterProlimitReachesTheOtherProcess) {
+  // Control: the same uid may lower an unrelated process's limits.
+  ProcessCanary canary;
+  const std::string before = process_state(canary.pid());
+  auto result = in_child([&] {
+    struct rlimit low {64, 64};
+    CHILD_EXPECT(::prlimit(canary.pid(), RLIMIT_NOFILE, &low, nullptr) == 0);
+  });
+  EXPECT_TRUE(result.passed()) << result.describe();
+  EXPECT_NE(process_state(canary.pid()), before);
 }
 
 // --- rlimits -------------------------------------------------------------------

@@ -1,5 +1,6 @@
 #include "taskyon/hardening/seccomp.h"
 
+#include <linux/audit.h>
 #include <linux/seccomp.h>
 #include <sched.h>
 #include <sys/mman.h>
@@ -9,6 +10,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
@@ -25,6 +27,15 @@ namespace {
 
 constexpr std::uint64_t kNamespaceFlags[] = {CLONE_NEWNS,  CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC,
                                              CLONE_NEWUSER, CLONE_NEWPID,   CLONE_NEWNET};
+
+// Syscalls newer than Debian 12's headers and libseccomp 2.5.4; their numbers
+// are the same on x86-64 and aarch64 (added to every table at once).
+constexpr int kFchmodat2 = 452;
+constexpr int kSetxattrat = 463;
+constexpr int kRemovexattrat = 466;
+
+// FS_IOC_SETFLAGS, FS_IOC32_SETFLAGS, FS_IOC_FSSETXATTR (<linux/fs.h>).
+constexpr std::uint32_t kInodeFlagIoctls[] = {0x40086602u, 0x40046602u, 0x401c5820u};
 
 struct Context {
   scmp_filter_ctx ctx;
@@ -99,7 +110,7 @@ Result<void> add_rules(scmp_filter_ctx ctx, const AllowedExec& exec, Exceptions 
       return ok;
     }
   }
-  return deny({SCMP_SYS(io_uring_setup), SCMP_SYS(io_uring_enter), SCMP_SYS(io_uring_register),
+  auto ok = deny({SCMP_SYS(io_uring_setup), SCMP_SYS(io_uring_enter), SCMP_SYS(io_uring_register),
                SCMP_SYS(ptrace), SCMP_SYS(process_vm_readv), SCMP_SYS(process_vm_writev),
                SCMP_SYS(process_madvise), SCMP_SYS(pidfd_getfd), SCMP_SYS(kcmp),
                SCMP_SYS(unshare), SCMP_SYS(setns),
@@ -109,6 +120,111 @@ Result<void> add_rules(scmp_filter_ctx ctx, const AllowedExec& exec, Exceptions 
                SCMP_SYS(bpf), SCMP_SYS(perf_event_open), SCMP_SYS(userfaultfd),
                SCMP_SYS(keyctl), SCMP_SYS(add_key), SCMP_SYS(request_key)},
               eperm);
+  if (!ok) return ok;
+  if (auto ok = deny({SCMP_SYS(chmod), SCMP_SYS(fchmod), SCMP_SYS(fchmodat), kFchmodat2,
+                      SCMP_SYS(chown), SCMP_SYS(fchown), SCMP_SYS(lchown), SCMP_SYS(fchownat),
+                      SCMP_SYS(utime), SCMP_SYS(utimes), SCMP_SYS(utimensat), SCMP_SYS(futimesat),
+                      SCMP_SYS(setxattr), SCMP_SYS(lsetxattr), SCMP_SYS(fsetxattr), kSetxattrat,
+                      SCMP_SYS(removexattr), SCMP_SYS(lremovexattr), SCMP_SYS(fremovexattr), kRemovexattrat,
+                      SCMP_SYS(process_mrelease)},
+                     eperm);
+      !ok) {
+    return ok;
+  }
+  // The inode-flag and fsxattr ioctls (chattr, project ids): they need only an
+  // open descriptor and ownership, so they belong to the same family.
+  for (std::uint32_t cmd : kInodeFlagIoctls) {
+    if (auto ok = check(seccomp_rule_add(ctx, eperm, SCMP_SYS(ioctl), 1, SCMP_A1_32(SCMP_CMP_EQ, cmd)),
+                        "seccomp_rule_add(ioctl)");
+        !ok) {
+      return ok;
+    }
+  }
+  return {};
+}
+
+// The pid-family filter (seccomp.h), assembled by hand: a syscall of the family
+// is allowed when its target is 0 or the caller's own pid, else EPERM.
+struct PidProgram {
+  std::vector<sock_filter> insns;
+  std::vector<std::size_t> own_pid_slots;
+};
+
+#if defined(__x86_64__)
+constexpr std::uint32_t kNativeArch = AUDIT_ARCH_X86_64;
+#elif defined(__aarch64__)
+constexpr std::uint32_t kNativeArch = AUDIT_ARCH_AARCH64;
+#else
+#error "the sandbox's seccomp filter knows x86-64 and aarch64"
+#endif
+
+PidProgram pid_program() {
+  // Targets in argument 0.
+  constexpr int kByPid[] = {__NR_prlimit64,       __NR_sched_setscheduler, __NR_sched_setparam,
+                            __NR_sched_getscheduler, __NR_sched_getparam,   __NR_sched_setaffinity,
+                            __NR_sched_getaffinity,  __NR_sched_setattr,    __NR_sched_getattr,
+                            __NR_sched_rr_get_interval, __NR_migrate_pages, __NR_move_pages,
+                            __NR_get_robust_list};
+  constexpr std::uint32_t kPrioProcess = 0;        // PRIO_PROCESS
+  constexpr std::uint32_t kIoprioWhoProcess = 1;   // IOPRIO_WHO_PROCESS
+  constexpr std::uint32_t kArg0 = offsetof(seccomp_data, args[0]);  // the low word (little-endian)
+  constexpr std::uint32_t kArg1 = offsetof(seccomp_data, args[1]);
+  // Labels: instruction indexes, resolved once the layout is known.
+  enum Label : int { none = -1, allow, deny, check_pid0, check_who1, check_prio, check_ioprio, count };
+  struct Insn {
+    sock_filter f;
+    int jt = none, jf = none;  // labels; none: the next instruction
+    bool own_pid = false;
+  };
+  std::vector<Insn> code;
+  int at[count] = {};
+  auto label = [&](Label l) { at[l] = static_cast<int>(code.size()); };
+  auto stmt = [&](std::uint16_t op, std::uint32_t k) { code.push_back({BPF_STMT(op, k)}); };
+  auto jeq = [&](std::uint32_t k, int jt, int jf = none, bool own = false) {
+    code.push_back({BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, k, 0, 0), jt, jf, own});
+  };
+  stmt(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, arch));
+  jeq(kNativeArch, none, allow);  // another architecture: the main filter kills it
+  stmt(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr));
+  for (int nr : kByPid) jeq(static_cast<std::uint32_t>(nr), check_pid0);
+  jeq(__NR_setpriority, check_prio);
+  jeq(__NR_getpriority, check_prio);
+  jeq(__NR_ioprio_set, check_ioprio);
+  jeq(__NR_ioprio_get, check_ioprio);
+  stmt(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);  // not of the family
+  label(check_pid0);
+  stmt(BPF_LD | BPF_W | BPF_ABS, kArg0);
+  jeq(0, allow);
+  jeq(0, allow, deny, true);
+  label(check_prio);
+  stmt(BPF_LD | BPF_W | BPF_ABS, kArg0);
+  jeq(kPrioProcess, check_who1, deny);
+  label(check_ioprio);
+  stmt(BPF_LD | BPF_W | BPF_ABS, kArg0);
+  jeq(kIoprioWhoProcess, check_who1, deny);
+  label(check_who1);
+  stmt(BPF_LD | BPF_W | BPF_ABS, kArg1);
+  jeq(0, allow);
+  jeq(0, allow, deny, true);
+  label(allow);
+  stmt(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+  label(deny);
+  stmt(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA));
+
+  PidProgram out;
+  for (std::size_t i = 0; i < code.size(); ++i) {
+    sock_filter f = code[i].f;
+    auto offset = [&](int l) -> std::uint8_t {
+      return l == none ? 0 : static_cast<std::uint8_t>(at[l] - static_cast<int>(i) - 1);  // forward jumps only
+    };
+    if (BPF_CLASS(f.code) == BPF_JMP) {
+      f.jt = offset(code[i].jt);
+      f.jf = offset(code[i].jf);
+    }
+    if (code[i].own_pid) out.own_pid_slots.push_back(i);
+    out.insns.push_back(f);
+  }
+  return out;
 }
 
 }  // namespace
@@ -122,6 +238,11 @@ bool available() noexcept {
 Filter::Filter(std::vector<sock_filter> insns) : insns_(std::move(insns)) {
   program_.len = static_cast<unsigned short>(insns_.size());
   program_.filter = insns_.data();
+  PidProgram pid = pid_program();
+  pid_insns_ = std::move(pid.insns);
+  own_pid_slots_ = std::move(pid.own_pid_slots);
+  pid_program_.len = static_cast<unsigned short>(pid_insns_.size());
+  pid_program_.filter = pid_insns_.data();
 }
 
 Filter::Filter(Filter&& other) noexcept : Filter(std::move(other.insns_)) {}
@@ -157,7 +278,10 @@ Result<Filter> Filter::build(const AllowedExec& exec, Exceptions exceptions) {
 }
 
 bool load(const Filter& filter) noexcept {
-  return ::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &filter.program()) == 0;
+  const auto own = static_cast<std::uint32_t>(::getpid());
+  for (std::size_t slot : filter.own_pid_slots_) filter.pid_insns_[slot].k = own;
+  return ::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &filter.pid_program_) == 0 &&
+         ::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &filter.program()) == 0;
 }
 
 }  // namespace taskyon::hardening::seccomp

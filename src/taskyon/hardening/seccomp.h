@@ -25,6 +25,29 @@
 //                                   the filesystem layout and handle-based opens
 //   bpf, perf_event_open, userfaultfd,
 //     keyctl, add_key, request_key  kernel attack surface a tool never needs
+//   chmod, fchmod, fchmodat, fchmodat2; chown, fchown, lchown, fchownat;
+//     utime, utimes, utimensat, futimesat; setxattr, lsetxattr, fsetxattr,
+//     setxattrat, removexattr, lremovexattr, fremovexattr, removexattrat;
+//     ioctl FS_IOC_SETFLAGS / FS_IOC32_SETFLAGS / FS_IOC_FSSETXATTR
+//                                   the metadata of files: Landlock does not
+//                                   mediate it, and any file the sandbox's uid
+//                                   owns (or root's, when tycli is root) could
+//                                   be made setuid, world-readable, re-dated
+//                                   or tagged with data that outlives the sandbox
+//   process_mrelease                reaping another process's memory
+// A second, hand-written filter (the pid family, libseccomp cannot say "neither
+// 0 nor X" of one argument) denies with EPERM, unless the target is the caller
+// itself (0, or its own pid, bound by load()):
+//   prlimit64, sched_{set,get}{scheduler,param,affinity,attr},
+//     sched_rr_get_interval, migrate_pages, move_pages, get_robust_list
+//                                   another process's limits (lowering tycli's
+//                                   RLIMIT_FSIZE kills it on its next write),
+//                                   scheduling, CPUs, memory placement, or
+//                                   reading them
+//   setpriority, getpriority        unless which is PRIO_PROCESS and who the caller
+//   ioprio_set, ioprio_get          unless which is IOPRIO_WHO_PROCESS and who the caller
+// (a process group or a user is never "the caller": PRIO_USER 0 would reach
+// every process of the uid.)
 // Another architecture's syscalls (i386, x32) kill the process.
 #pragma once
 
@@ -70,15 +93,22 @@ class Filter {
   Filter(const Filter&) = delete;
 
   const sock_fprog& program() const { return program_; }
-  std::size_t size() const { return insns_.size(); }
+  std::size_t size() const { return insns_.size() + pid_insns_.size(); }
 
  private:
+  friend bool load(const Filter& filter) noexcept;
   explicit Filter(std::vector<sock_filter> insns);
   std::vector<sock_filter> insns_;
   sock_fprog program_{};
+  // The pid-family filter; the comparisons with the caller's own pid (listed
+  // in own_pid_slots_) are written by load(), in the child.
+  mutable std::vector<sock_filter> pid_insns_;
+  mutable sock_fprog pid_program_{};
+  std::vector<std::size_t> own_pid_slots_;
 };
 
-// Child side: loads the filter (needs no_new_privs). False on failure (errno set).
+// Child side: writes getpid() into the pid-family filter, then loads both
+// filters (needs no_new_privs). False on failure (errno set). No allocation.
 bool load(const Filter& filter) noexcept;
 
 }  // namespace taskyon::hardening::seccomp
