@@ -51,7 +51,7 @@ std::string cgroup_v2_memory_unavailable() {
   std::string own;
   for (std::string line; std::getline(self, line);)
     if (line.starts_with("0::")) own = line.substr(3);
-  const std::string dir = mount + own;
+  const std::string dir = own.empty() || own == "/" ? mount : mount + own;
   std::ifstream controllers(dir + "/cgroup.controllers");
   std::string word;
   bool memory = false;
