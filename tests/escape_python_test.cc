@@ -13,10 +13,15 @@
 // object whose constructor would leave a marker. The code gets the canaries'
 // coordinates: an attacker is assumed to know them.
 #include <arpa/inet.h>
+#include <sched.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/utsname.h>
+#include <sys/xattr.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -25,8 +30,10 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <ostream>
 #include <regex>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -56,6 +63,9 @@ std::string slurp(const fs::path& path) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
+// Stands for tycli's own pid in an argument (replaced in the child before exec).
+const std::string kTycliPid = "@TYCLI_PID@";
+
 Tycli tycli(const std::vector<std::string>& args, const fs::path& home, const std::string& path_env,
             const std::vector<std::string>& extra_env = {}, const std::string& cwd = "") {
   fs::create_directories(home / "tmp");
@@ -74,6 +84,13 @@ Tycli tycli(const std::vector<std::string>& args, const fs::path& home, const st
   envp.push_back(nullptr);
   const pid_t pid = ::fork();
   if (pid == 0) {
+    // kTycliPid in an argument becomes this process's pid: tycli's, once it execs.
+    const std::string self = std::to_string(::getpid());
+    for (std::string& a : argv_s)
+      for (std::size_t at; (at = a.find(kTycliPid)) != std::string::npos;) a.replace(at, kTycliPid.size(), self);
+    argv.clear();
+    for (auto& a : argv_s) argv.push_back(a.data());
+    argv.push_back(nullptr);
     const int devnull = ::open("/dev/null", O_RDONLY);
     const int out = ::open(out_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
     const int err = ::open(err_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
@@ -368,7 +385,8 @@ TEST_P(EscapePython, PY_05_LoadASharedObjectFromTmp) {
   expect_err(r, "home");
   EXPECT_FALSE(fs::exists(marker));
 
-  const Tycli control = call_python(home_.path(), path_, kPrelude + code + kPostlude, {"--approve-python"});
+  const Tycli control = call_python(home_.path(), path_, kPrelude + code + kPostlude,
+                                     {"--approve-python", "--python-isolation", "host"});
   fs::remove(host_tmp);
   ASSERT_EQ(control.exit_code, 0) << control.err;
   EXPECT_TRUE(fs::exists(marker)) << "host mode (the user's authority) loads it: " << control.out;
@@ -406,6 +424,208 @@ TEST_P(EscapePython, RES_01_InfiniteLoopTimesOut) {
                               {"--approve-python", "--python-isolation", "strict", "--timeout", "2000"});
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   EXPECT_NE(r.json()["error"]["message"].get<std::string>().find("timeout"), std::string::npos) << r.out;
+}
+
+// --- Metadata and other processes (issue 11): nothing outside changes ------
+
+// What a file's metadata is: mode, owner, times (ctime changes with any
+// metadata change) and extended attributes.
+struct Metadata {
+  mode_t mode = 0;
+  uid_t uid = 0;
+  gid_t gid = 0;
+  struct timespec atime {}, mtime {}, ctime {};
+  std::string xattrs;  // "name=value;…"
+  bool operator==(const Metadata& o) const {
+    auto same = [](const timespec& a, const timespec& b) { return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec; };
+    return mode == o.mode && uid == o.uid && gid == o.gid && same(atime, o.atime) && same(mtime, o.mtime) &&
+           same(ctime, o.ctime) && xattrs == o.xattrs;
+  }
+};
+
+std::ostream& operator<<(std::ostream& os, const Metadata& m) {
+  return os << "mode " << std::oct << m.mode << std::dec << " owner " << m.uid << ":" << m.gid << " mtime "
+            << m.mtime.tv_sec << "." << m.mtime.tv_nsec << " ctime " << m.ctime.tv_sec << "." << m.ctime.tv_nsec
+            << " xattrs {" << m.xattrs << "}";
+}
+
+Metadata metadata_of(const fs::path& path) {
+  Metadata m;
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return m;
+  m.mode = st.st_mode;
+  m.uid = st.st_uid;
+  m.gid = st.st_gid;
+  m.atime = st.st_atim;
+  m.mtime = st.st_mtim;
+  m.ctime = st.st_ctim;
+  char names[4096];
+  const ssize_t n = ::llistxattr(path.c_str(), names, sizeof names);
+  for (ssize_t i = 0; i < n; i += static_cast<ssize_t>(std::strlen(names + i)) + 1) {
+    char value[256];
+    const ssize_t v = ::lgetxattr(path.c_str(), names + i, value, sizeof value);
+    m.xattrs += std::string(names + i) + "=" + (v >= 0 ? std::string(value, static_cast<std::size_t>(v)) : "?") + ";";
+  }
+  return m;
+}
+
+// Puts a device node back as it was, if a failed test changed it (times
+// only approximately: ctime cannot be restored).
+void restore(const fs::path& node, const Metadata& m) {
+  if (metadata_of(node) == m) return;
+  ::chmod(node.c_str(), m.mode & 07777);
+  if (::chown(node.c_str(), m.uid, m.gid) != 0) {
+  }
+  const timespec times[2] = {m.atime, m.mtime};
+  ::utimensat(AT_FDCWD, node.c_str(), times, 0);
+}
+
+// Every way Python changes a file's mode, owner, times or extended
+// attributes, on each target: a canary the host user owns (with an xattr of
+// its own), the store, and /dev/null and /dev/zero (bwrap's /dev holds
+// read-only binds of them; without bwrap they are the host's nodes).
+TEST_P(EscapePython, META_ChangeModeOwnerTimesAndXattrsOfHostFiles) {
+  const fs::path canary = home_ / "canary.txt";
+  std::ofstream(canary) << "canary";
+  fs::permissions(canary, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);
+  const bool xattrs = ::setxattr(canary.c_str(), "user.taskyon", "orig", 4, 0) == 0;
+  const std::vector<fs::path> targets = {canary, home_ / "taskyon.db", "/dev/null", "/dev/zero"};
+  std::vector<Metadata> before;
+  for (const auto& t : targets) before.push_back(metadata_of(t));
+  ASSERT_TRUE(fs::exists(home_ / "taskyon.db"));
+
+  std::string code = "import stat\nP = " + Value(std::vector<std::string>(targets.begin(), targets.end())).dump() +
+                     "\n" + R"(for i, p in enumerate(P):
+    t('chmod%d' % i, lambda: os.chmod(p, 0o6777))
+    t('chmod_nofollow%d' % i, lambda: os.chmod(p, 0o6777, follow_symlinks=False))
+    t('chown%d' % i, lambda: os.chown(p, 65534, 65534))
+    t('chown_root%d' % i, lambda: os.chown(p, 0, 0))
+    t('lchown%d' % i, lambda: os.lchown(p, 65534, 65534))
+    t('utime%d' % i, lambda: os.utime(p, (0, 0)))
+    t('utime_now%d' % i, lambda: os.utime(p))
+    t('utime_ns%d' % i, lambda: os.utime(p, ns=(1, 1), follow_symlinks=False))
+    t('setxattr%d' % i, lambda: os.setxattr(p, 'user.evil', b'x'))
+    t('setxattr_trusted%d' % i, lambda: os.setxattr(p, 'trusted.evil', b'x'))
+    t('replacexattr%d' % i, lambda: os.setxattr(p, 'user.taskyon', b'evil'))
+    t('removexattr%d' % i, lambda: os.removexattr(p, 'user.taskyon'))
+    t('truncate%d' % i, lambda: os.truncate(p, 0))
+    def via_fd():
+        fd = os.open(p, os.O_RDONLY)
+        try:
+            os.fchmod(fd, 0o6777)
+        finally:
+            os.close(fd)
+    t('fchmod%d' % i, via_fd)
+)";
+  const Value r = attempt(code);
+  for (std::size_t i = 0; i < targets.size(); ++i) {
+    for (const char* op : {"chmod", "chmod_nofollow", "chown", "chown_root", "lchown", "utime", "utime_now", "utime_ns",
+                           "setxattr", "setxattr_trusted", "replacexattr", "removexattr", "truncate", "fchmod"})
+      expect_err(r, op + std::to_string(i));
+    Metadata after = metadata_of(targets[i]);
+    if (i == 1) {  // tycli itself writes the store during the call: its times move
+      after.atime = before[i].atime;
+      after.mtime = before[i].mtime;
+      after.ctime = before[i].ctime;
+    }
+    EXPECT_EQ(after, before[i]) << targets[i];
+  }
+  if (xattrs) {
+    EXPECT_NE(metadata_of(canary).xattrs.find("user.taskyon=orig;"), std::string::npos);
+  }
+  for (std::size_t i = 2; i < targets.size(); ++i) restore(targets[i], before[i]);
+}
+
+// `stat` of a host secret: its contents never, and inside bwrap (a minimal
+// root) not even its existence.
+TEST_P(EscapePython, META_StatTheShadowFile) {
+  const Value r = attempt("t('stat', lambda: os.stat('/etc/shadow'))\n"
+                          "t('read', lambda: open('/etc/shadow').read())\n"
+                          "t('listdir_etc', lambda: os.listdir('/etc'))\n"
+                          "t('stat_home', lambda: os.stat(" + q(home_ / ".ssh" / "id_rsa") + "))\n");
+  expect_err(r, "read");
+  expect_err(r, "listdir_etc");
+  if (GetParam() == Arrangement::bwrap) {
+    EXPECT_EQ(r["stat"], "err:FileNotFoundError:2");
+    EXPECT_EQ(r["stat_home"], "err:FileNotFoundError:2");
+  }
+}
+
+std::string limits_of(int pid) { return slurp("/proc/" + std::to_string(pid) + "/limits"); }
+
+// How `pid` is scheduled: its nice value and policy (fields 19 and 41 of
+// /proc/PID/stat) and the CPUs it may run on.
+std::string sched_of(int pid) {
+  const std::string stat = slurp("/proc/" + std::to_string(pid) + "/stat");
+  std::istringstream fields(stat.substr(stat.rfind(')') + 2));
+  std::string field, nice, policy;
+  for (int i = 3; i <= 41 && fields >> field; ++i) {
+    if (i == 19) nice = field;
+    if (i == 41) policy = field;
+  }
+  const std::string status = slurp("/proc/" + std::to_string(pid) + "/status");
+  const std::size_t at = status.find("Cpus_allowed_list:");
+  return "nice " + nice + " policy " + policy + " " +
+         (at == std::string::npos ? "" : status.substr(at, status.find('\n', at) - at));
+}
+
+// resource.prlimit and os.setpriority on processes that are not the
+// sandbox's: an unrelated process of the host user, tycli's parent (this
+// test) and tycli itself. Their limits and priorities stay; tycli survives
+// (RLIMIT_FSIZE 0 would kill it with SIGXFSZ) and stores the call.
+TEST_P(EscapePython, PROC_PrlimitAndPriorityOfOtherProcesses) {
+  const pid_t sleeper = ::fork();
+  if (sleeper == 0) {
+    ::execl("/bin/sleep", "sleep", "300", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  ASSERT_GT(sleeper, 0);
+  const std::string sleeper_limits = limits_of(sleeper), sleeper_sched = sched_of(sleeper);
+  const std::string own_limits = limits_of(::getpid()), own_sched = sched_of(::getpid());
+  cpu_set_t own_cpus;
+  ASSERT_EQ(::sched_getaffinity(0, sizeof own_cpus, &own_cpus), 0);
+  const int own_priority = ::getpriority(PRIO_PROCESS, 0);
+  // Should a case get through, this process must live to report it:
+  // RLIMIT_FSIZE 0 would kill it with SIGXFSZ (writes fail with EFBIG instead).
+  rlimit own_fsize{}, own_cpu{}, own_nofile{};
+  ::getrlimit(RLIMIT_FSIZE, &own_fsize);
+  ::getrlimit(RLIMIT_CPU, &own_cpu);
+  ::getrlimit(RLIMIT_NOFILE, &own_nofile);
+  const auto old_xfsz = ::signal(SIGXFSZ, SIG_IGN);
+  const std::string pids = "{'unrelated': " + std::to_string(sleeper) + ", 'test': " + std::to_string(::getpid()) +
+                           ", 'tycli': " + kTycliPid + "}";
+  const Value r = attempt("import resource\nPIDS = " + pids + R"(
+for name, pid in PIDS.items():
+    t('nofile_' + name, lambda: resource.prlimit(pid, resource.RLIMIT_NOFILE, (1, 1)))
+    t('fsize_' + name, lambda: resource.prlimit(pid, resource.RLIMIT_FSIZE, (0, 0)))
+    t('cpu_' + name, lambda: resource.prlimit(pid, resource.RLIMIT_CPU, (1, 1)))
+    t('nice_' + name, lambda: os.setpriority(os.PRIO_PROCESS, pid, 19))
+    t('sched_' + name, lambda: os.sched_setscheduler(pid, os.SCHED_IDLE, os.sched_param(0)))
+    t('affinity_' + name, lambda: os.sched_setaffinity(pid, {0}))
+t('own', lambda: resource.prlimit(0, resource.RLIMIT_NOFILE, (64, 64)))
+)");
+  for (const char* name : {"unrelated", "test", "tycli"})
+    for (const char* op : {"nofile_", "fsize_", "cpu_", "nice_", "sched_", "affinity_"})
+      expect_err(r, std::string(op) + name);
+  EXPECT_TRUE(r["own"].get<std::string>().starts_with("ok:(")) << r["own"];  // its own limits, it may lower
+  EXPECT_EQ(limits_of(sleeper), sleeper_limits);
+  EXPECT_EQ(sched_of(sleeper), sleeper_sched);
+  EXPECT_EQ(limits_of(::getpid()), own_limits);
+  EXPECT_EQ(sched_of(::getpid()), own_sched);
+  // Should a case have got through, this test process is put back as it was.
+  ::setrlimit(RLIMIT_FSIZE, &own_fsize);
+  ::setrlimit(RLIMIT_CPU, &own_cpu);
+  ::setrlimit(RLIMIT_NOFILE, &own_nofile);
+  ::signal(SIGXFSZ, old_xfsz);
+  ::sched_setaffinity(0, sizeof own_cpus, &own_cpus);
+  const sched_param normal{};
+  ::sched_setscheduler(0, SCHED_OTHER, &normal);
+  ::setpriority(PRIO_PROCESS, 0, own_priority);
+  // tycli survived and stored the call (attempt() asserted exit 0 and the result).
+  const Tycli tree = tycli({"--json", "task", "show", last_.json().value("resultTask", "")}, home_.path(), path_);
+  EXPECT_EQ(tree.exit_code, 0) << tree.out << tree.err;
+  ::kill(sleeper, SIGKILL);
+  taskyon::testing::wait_exit(sleeper);
 }
 
 INSTANTIATE_TEST_SUITE_P(Strict, EscapePython, ::testing::Values(Arrangement::bwrap, Arrangement::kernel_layers),

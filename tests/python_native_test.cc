@@ -1,4 +1,4 @@
-// executePython, the native Python tool (DESIGN §5; P1, P2, P3; default-mode
+// executePython, the native Python tool (DESIGN §5; P1, P2, P3; host-mode
 // bounds), through tycli processes and real python3 processes. The strict
 // mode's containment is tests/escape_python_test.cc.
 #include <fcntl.h>
@@ -137,8 +137,12 @@ bool listed(const Tycli& natives) {
 class PythonNative : public ::testing::Test {
  protected:
   void SetUp() override { ASSERT_TRUE(install_python(home_.path(), test_path())); }
+  // Host mode unless the flags choose: the P2 and Host_ cases write files and
+  // start processes, which only host mode can (strict is the default).
   Tycli run(const std::string& code, std::vector<std::string> flags = {"--approve-python"},
             const std::vector<std::string>& env = {}) {
+    if (std::find(flags.begin(), flags.end(), "--python-isolation") == flags.end())
+      flags.insert(flags.end(), {"--python-isolation", "host"});
     return call_python(home_.path(), test_path(), code, flags, env);
   }
   TempDir home_;
@@ -282,7 +286,8 @@ TEST(PythonSession, P2_AsksOnceAndRemembersTheAnswer) {
 TEST_F(PythonNative, P2_TheTerminalPromptSaysWhatHostModeMeans) {
   for (const std::string answer : {"y", "n"}) {
     int master = -1;
-    std::vector<std::string> argv_s = {TYCLI_PATH, "call", "executePython", "--args", R"j({"code":"print(40+2)"})j"};
+    std::vector<std::string> argv_s = {TYCLI_PATH, "call", "executePython", "--python-isolation", "host",
+                                       "--args", R"j({"code":"print(40+2)"})j"};
     std::vector<std::string> env_s = {"TASKYON_HOME=" + home_.path().string(),
                                       "TMPDIR=" + (home_ / "tmp").string(), "PATH=" + test_path()};
     std::vector<char*> argv, envp;
@@ -324,7 +329,7 @@ TEST_F(PythonNative, P2_TheTerminalPromptSaysWhatHostModeMeans) {
   }
 }
 
-// --- Default (host) mode: what it bounds -----------------------------------
+// --- Host mode (an explicit choice): what it still bounds ------------------
 
 TEST_F(PythonNative, Host_ResultShapeExitCodesAndIsolatedMode) {
   const Tycli ok = run(

@@ -90,6 +90,13 @@ taskyon::Result<taskyon::invoke::CapabilityOptions> capability_options(const Glo
 
 // The sandbox pool of one command. Every destruction (the pool's own at the
 // end included) is appended to the store's sandbox log (`tycli sandbox log`).
+// --memory-budget MIB (cmd_sandbox.cc): the pool's memory budget across live
+// sandboxes; `mib` stays -1 when the option is not given.
+void add_memory_budget_option(CLI::App& command, long long& mib);
+// Sets config.memory_budget_bytes from `mib` unless it is -1 (the config file
+// or the default stand); Errc::bad_usage outside 0..kMaxMemoryBudgetMib.
+taskyon::Result<void> apply_memory_budget(taskyon::sandbox::RuntimeConfig& config, long long mib);
+
 class LoggedPool {
  public:
   LoggedPool(taskyon::store::Store& store, taskyon::sandbox::RuntimeConfig config);

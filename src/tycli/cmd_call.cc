@@ -29,8 +29,9 @@ struct CallArgs {
   bool verbose = false;
   bool disposable = false;
   bool approve_python = false;          // P2, for this process only
-  std::string python_isolation = "host";
+  std::string python_isolation;       // empty: strict (the default)
   std::string js_runtime;               // --js-runtime node|deno; empty: config file, else node
+  long long memory_budget_mib = -1;     // --memory-budget; -1: config file, else the default
 };
 
 Value invocation_json(const taskyon::invoke::Invocation& inv) {
@@ -116,6 +117,7 @@ int call(Globals& g, const CallArgs& a) {
   sandbox::RuntimeConfig runtime;
   if (auto selected = sandbox::select_runtime(runtime, a.js_runtime, sandbox::config_file_path()); !selected)
     return report(g, selected.error());
+  if (auto budget = apply_memory_budget(runtime, a.memory_budget_mib); !budget) return report(g, budget.error());
   LoggedPool hosted(*st, runtime);
   sandbox::Pool& pool = hosted.pool();
   taskyon::invoke::Options options{std::chrono::milliseconds(a.timeout_ms),
@@ -161,13 +163,15 @@ void add_call_command(CLI::App& app, Globals& g) {
   c->add_option("--timeout", a->timeout_ms, "per call, in ms (default 10000)");
   c->add_option("--js-runtime", a->js_runtime,
                 "node (default) or deno; overrides \"jsRuntime\" in $TASKYON_HOME/config.json");
+  add_memory_budget_option(*c, a->memory_budget_mib);
   c->add_flag("--verbose", a->verbose, "show task ids, pinned revisions and the sandbox's life");
   c->add_flag("--disposable", a->disposable, "run each call in a fresh sandbox, destroyed after it");
   c->add_flag("--approve-python", a->approve_python,
-              "approve executePython for this process without a prompt (it runs with your OS permissions unless "
-              "--python-isolation strict)");
+              "approve executePython for this process without a prompt (in the strict sandbox by default; with "
+              "--python-isolation host it has your OS permissions, and tycli prints a warning)");
   c->add_option("--python-isolation", a->python_isolation,
-                "host (default: your OS permissions) or strict (sandbox kernel layers + bubblewrap)")
+                "strict (default: sandbox kernel layers + bubblewrap; refuses to run if a layer is missing) or "
+                "host (your own OS permissions, no sandbox: prints a warning)")
       ->check(CLI::IsMember({"host", "strict"}));
   c->callback([&g, a] { g.exit_code = guarded(g, [&] { return call(g, *a); }); });
 }

@@ -24,8 +24,9 @@ struct RunArgs {
   std::string file;
   long long timeout_ms = 10000;
   bool approve_python = false;          // P2, for this process only
-  std::string python_isolation = "host";
+  std::string python_isolation;       // empty: strict (the default)
   std::string js_runtime;               // --js-runtime node|deno; empty: config file, else node
+  long long memory_budget_mib = -1;     // --memory-budget; -1: config file, else the default
 };
 
 Value step_json(const invoke::Step& s) {
@@ -55,6 +56,7 @@ int run(Globals& g, const RunArgs& a) {
   if (auto selected = taskyon::sandbox::select_runtime(runtime, a.js_runtime, taskyon::sandbox::config_file_path());
       !selected)
     return report(g, selected.error());
+  if (auto budget = apply_memory_budget(runtime, a.memory_budget_mib); !budget) return report(g, budget.error());
   auto capabilities = capability_options(g);
   if (!capabilities) return report(g, capabilities.error());
   LoggedPool hosted(*st, runtime);
@@ -126,11 +128,13 @@ void add_run_command(CLI::App& app, Globals& g) {
   r->add_option("--timeout", a->timeout_ms, "per call, in ms (default 10000)");
   r->add_option("--js-runtime", a->js_runtime,
                 "node (default) or deno; overrides \"jsRuntime\" in $TASKYON_HOME/config.json");
+  add_memory_budget_option(*r, a->memory_budget_mib);
   r->add_flag("--approve-python", a->approve_python,
-              "approve executePython for this process without a prompt (it runs with your OS permissions unless "
-              "--python-isolation strict)");
+              "approve executePython for this process without a prompt (in the strict sandbox by default; with "
+              "--python-isolation host it has your OS permissions, and tycli prints a warning)");
   r->add_option("--python-isolation", a->python_isolation,
-                "host (default: your OS permissions) or strict (sandbox kernel layers + bubblewrap)")
+                "strict (default: sandbox kernel layers + bubblewrap; refuses to run if a layer is missing) or "
+                "host (your own OS permissions, no sandbox: prints a warning)")
       ->check(CLI::IsMember({"host", "strict"}));
   r->callback([&g, a] { g.exit_code = guarded(g, [&] { return run(g, *a); }); });
 }

@@ -12,6 +12,7 @@
 #include "cli.h"
 #include "taskyon/hardening/probe.h"
 #include "taskyon/native/python.h"
+#include "taskyon/sandbox/memory.h"
 #include "taskyon/sandbox/pool.h"
 #include "taskyon/sandbox/runtime.h"
 #include "taskyon/sandbox/sandbox.h"
@@ -26,7 +27,33 @@ namespace sandbox = taskyon::sandbox;
 struct ExplainArgs {
   std::string node;        // empty: the first `node` on PATH
   std::string js_runtime;  // --js-runtime; empty: $TASKYON_HOME/config.json, else node
+  long long memory_budget_mib = -1;  // --memory-budget; -1: config file, else the default
 };
+
+// The pool's memory budget as tycli call/run would apply it.
+Value memory_budget_json(const ExplainArgs& a) {
+  sandbox::RuntimeConfig config;
+  Value out = {{"configKey", "sandboxMemoryBudgetMiB"}, {"flag", "--memory-budget"}};
+  if (auto selected = sandbox::select_runtime(config, "", sandbox::config_file_path()); !selected) {
+    out["error"] = selected.error().describe();
+    return out;
+  }
+  if (auto applied = apply_memory_budget(config, a.memory_budget_mib); !applied) {
+    out["error"] = applied.error().describe();
+    return out;
+  }
+  out["budgetBytes"] = config.memory_budget_bytes;
+  out["mechanism"] = config.memory_budget_bytes == 0
+                         ? "none: no budget (0)"
+                         : "pool-wide, from each child's PSS (/proc/PID/smaps_rollup; RSS first as a cheap upper "
+                           "bound): least recently used idle sandboxes destroyed (\"memory_budget\") before a "
+                           "start and after every call";
+  const std::string cgroup = sandbox::cgroup_v2_memory_unavailable();
+  out["cgroupV2"] = cgroup.empty() ? std::string("a delegated memory controller exists, not used: the budget is "
+                                                 "enforced from PSS")
+                                   : "not used: " + cgroup;
+  return out;
+}
 
 // Which JS runtime `tycli call`/`run` would use (flag, then config file, then
 // node) and where it was found; for Deno also what its children get.
@@ -112,6 +139,7 @@ int explain(Globals& g, const ExplainArgs& a) {
                  {"warnings", warnings},
                  {"node", node},
                  {"jsRuntime", js_runtime_json(a)},
+                 {"memoryBudget", memory_budget_json(a)},
                  {"python", taskyon::native::python::explain()}};
     for (const auto& layer : layers) {
       out["layers"].push_back({{"id", layer.id},
@@ -152,17 +180,30 @@ int explain(Globals& g, const ExplainArgs& a) {
                              node["limits"]["dataBytes"].get<std::uint64_t>() >> 20,
                              node["limits"]["openFiles"].get<std::uint64_t>());
   }
+  const Value budget = memory_budget_json(a);
+  if (budget.contains("error")) {
+    std::cout << fmt::format("\nMemory budget across live sandboxes: {}\n", budget["error"].get<std::string>());
+  } else {
+    const auto bytes = budget["budgetBytes"].get<std::uint64_t>();
+    std::cout << fmt::format("\nMemory budget across live sandboxes: {}\n  enforced     {}\n  cgroup v2    {}\n"
+                             "  set by       --memory-budget MIB, else \"sandboxMemoryBudgetMiB\" in the config file\n",
+                             bytes == 0 ? std::string("none") : fmt::format("{} MiB", bytes >> 20),
+                             budget["mechanism"].get<std::string>(), budget["cgroupV2"].get<std::string>());
+  }
   const Value py = taskyon::native::python::explain();
   std::string strict_layers;
   for (const auto& layer : py.value("strict", Value::array()))
     strict_layers += (strict_layers.empty() ? "" : ", ") + (layer.is_string() ? layer.get<std::string>() : layer.dump());
   const Value bwrap = py.value("bubblewrap", Value::object());
-  std::cout << fmt::format("\nexecutePython: {}\n  --python-isolation strict: {}\n  bubblewrap: {}\n",
+  std::cout << fmt::format("\nexecutePython: {}\n  --python-isolation strict (the default): {}\n  bubblewrap: {}\n",
                            py["interpreter"].is_null() ? "not offered (" + py.value("why", std::string("?")) + ")"
                                                        : py["interpreter"].value("executable", std::string("?")),
-                           strict_layers.empty() ? std::string("-") : strict_layers,
+                           py.value("strictAvailable", false)
+                               ? (strict_layers.empty() ? std::string("-") : strict_layers)
+                               : "REFUSES TO RUN here: " + py.value("strictMissing", std::string("?")),
                            bwrap.value("usable", false) ? bwrap.value("path", std::string("usable"))
                                                         : "not used: " + bwrap.value("why", std::string("missing")));
+  std::cout << fmt::format("  --python-isolation host: {}\n", py.value("host", std::string("-")));
   const Value js = js_runtime_json(a);
   if (js.contains("error")) {
     std::cout << fmt::format("\nJS runtime for tycli call/run: {} ({})\n", js.value("selected", "unknown"),
@@ -196,6 +237,24 @@ int explain(Globals& g, const ExplainArgs& a) {
 
 }  // namespace
 
+void add_memory_budget_option(CLI::App& command, long long& mib) {
+  command.add_option("--memory-budget", mib,
+                     fmt::format("the sum of live sandboxes' memory (PSS), MiB; 0: none (default {}; overrides "
+                                 "\"sandboxMemoryBudgetMiB\" in $TASKYON_HOME/config.json)",
+                                 sandbox::kDefaultMemoryBudgetBytes >> 20));
+}
+
+taskyon::Result<void> apply_memory_budget(sandbox::RuntimeConfig& config, long long mib) {
+  if (mib == -1) return {};
+  if (mib < 0 || static_cast<unsigned long long>(mib) > sandbox::kMaxMemoryBudgetMib)
+    return taskyon::fail(taskyon::Errc::bad_usage,
+                         fmt::format("--memory-budget must be a whole number of MiB from 0 (no budget) to {}, not {}",
+                                     sandbox::kMaxMemoryBudgetMib, mib),
+                         "--memory-budget");
+  config.memory_budget_bytes = static_cast<std::uint64_t>(mib) << 20;
+  return {};
+}
+
 void add_sandbox_commands(CLI::App& app, Globals& g) {
   auto* sb = app.add_subcommand("sandbox", "inspect the sandbox that runs tool code");
   sb->require_subcommand(1);
@@ -206,6 +265,7 @@ void add_sandbox_commands(CLI::App& app, Globals& g) {
   ex->add_option("--node", ea->node, "the Node executable to describe (default: `node` on PATH)");
   ex->add_option("--js-runtime", ea->js_runtime,
                  "node or deno: the runtime to describe (default: as tycli call would choose)");
+  add_memory_budget_option(*ex, ea->memory_budget_mib);
   ex->callback([&g, ea] { g.exit_code = guarded(g, [&] { return explain(g, *ea); }); });
   add_sandbox_log_command(*sb, g);
 }

@@ -95,17 +95,21 @@ Outcome python_needs_approval(Env& env) {
     return r.error().message;
   };
   refused(nullptr, "without a session");
-  native::Session unasked;  // no terminal, no --approve-python
+  // Host mode: the approval is checked the same in both modes, and only host
+  // mode can leave the marker (strict writes nothing).
+  native::Session::Settings host;
+  host.python_isolation = native::PythonIsolation::host;
+  native::Session unasked(host);  // no terminal, no --approve-python
   const std::string said = refused(&unasked, "in a session that approved nothing and cannot ask");
   expect(said.find("--approve-python") != std::string::npos, "the refusal does not say how to approve: " + said);
   int asked = 0;
-  native::Session::Settings no;
+  native::Session::Settings no = host;
   no.ask = [&asked](std::string_view) { ++asked; return false; };
   native::Session declining(no);
   refused(&declining, "after the user declined");
   refused(&declining, "on the second call after the user declined");
   expect(asked == 1, "the user was asked " + std::to_string(asked) + " times in one session");
-  native::Session::Settings yes;
+  native::Session::Settings yes = host;
   yes.preapproved = {std::string(python::kPythonId)};
   native::Session approved(yes);
   auto ran = fn->run(args, native::Context{std::chrono::milliseconds(10000), &approved});

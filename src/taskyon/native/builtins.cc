@@ -74,6 +74,16 @@ Result<void> Session::approve(const std::string& id, std::string_view question, 
   return {};
 }
 
+void Session::warn_once(const std::string& key, std::string_view line) {
+  Warn warn;
+  {
+    std::lock_guard lock(mu_);
+    if (!settings_.warn || !warned_.insert(key).second) return;
+    warn = settings_.warn;
+  }
+  warn(line);
+}
+
 Session::Ask ask_on_terminal() {
   if (::isatty(STDIN_FILENO) != 1 || ::isatty(STDERR_FILENO) != 1) return {};
   return [](std::string_view question) {

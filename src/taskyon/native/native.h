@@ -28,8 +28,10 @@ namespace taskyon::native {
 
 // How executePython runs the interpreter (docs/sandbox.md, "Native Python").
 enum class PythonIsolation {
-  host,    // the CLI's own OS permissions (DESIGN §5), isolated mode, timeout, minimal environment
-  strict,  // the sandbox kernel layers (+ a minimal-root bubblewrap where user namespaces are allowed)
+  strict,  // the default: the sandbox kernel layers (+ a minimal-root bubblewrap where user namespaces are
+           // allowed); refuses to run when a layer it depends on is missing
+  host,    // an explicit choice: the CLI's own OS permissions (the user's authority), isolated mode,
+           // timeout, minimal environment; announced by a warning line
 };
 
 // "host" / "strict".
@@ -40,11 +42,14 @@ class Session {
  public:
   // Asks the user a yes/no question; true means yes.
   using Ask = std::function<bool(std::string_view question)>;
+  // Tells the user one line (tycli: `tycli: warning: …` on stderr).
+  using Warn = std::function<void(std::string_view line)>;
 
   struct Settings {
     std::set<std::string> preapproved;  // native ids approved up front (tycli --approve-python)
     Ask ask;                            // empty: no one can be asked (no terminal)
-    PythonIsolation python_isolation = PythonIsolation::host;
+    PythonIsolation python_isolation = PythonIsolation::strict;
+    Warn warn;                          // empty: warnings are dropped
     // An executable with tycli's internal `__python-contain` entry, used by
     // strict isolation inside bubblewrap; empty: this process's own
     // executable (/proc/self/exe), which is right when the host is tycli.
@@ -61,12 +66,18 @@ class Session {
   Result<void> approve(const std::string& id, std::string_view question, std::string_view how_to_approve);
 
   PythonIsolation python_isolation() const { return settings_.python_isolation; }
+  bool preapproved(const std::string& id) const { return settings_.preapproved.contains(id); }
+
+  // Tells the user `line` through Settings::warn, at most once per `key` in
+  // this session.
+  void warn_once(const std::string& key, std::string_view line);
   const std::string& helper() const { return settings_.helper; }
 
  private:
   Settings settings_;
   std::mutex mu_;
   std::map<std::string, bool> answers_;  // id -> the user's answer in this session
+  std::set<std::string> warned_;         // warn_once keys already told
 };
 
 // A yes/no prompt on the terminal (question on stderr, answer from stdin; "y"

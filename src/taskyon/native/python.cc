@@ -15,6 +15,7 @@
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 
@@ -339,8 +340,8 @@ std::string approval_question(PythonIsolation isolation) {
     return "Run Python code in the strict sandbox for this session? It gets no network, cannot write files and "
            "reads only the Python installation. [y/N]";
   return "Run Python code with your own OS permissions for this session? This code can read and change your "
-         "files, use your network and run programs as you (default --python-isolation host; "
-         "--python-isolation strict contains it). [y/N]";
+         "files, use your network and run programs as you (you chose --python-isolation host; the default, "
+         "strict, contains it). [y/N]";
 }
 
 Result<Value> execute(const Interpreter& python, std::string_view code, PythonIsolation isolation,
@@ -378,8 +379,15 @@ Session::Settings session_settings(bool approve_python, std::string_view isolati
   Session::Settings s;
   if (approve_python) s.preapproved.insert(std::string(kPythonId));
   s.ask = ask_on_terminal();
-  s.python_isolation = isolation == "strict" ? PythonIsolation::strict : PythonIsolation::host;
+  s.python_isolation = isolation == "host" ? PythonIsolation::host : PythonIsolation::strict;
+  s.warn = [](std::string_view line) { std::fprintf(stderr, "tycli: warning: %.*s\n", static_cast<int>(line.size()), line.data()); };
   return s;
+}
+
+std::string host_mode_warning(bool preapproved) {
+  return fmt::format("{} runs with --python-isolation host: your own OS permissions, not a sandbox (the code can read "
+                     "and change your files, use your network and run programs as you){}",
+                     kPythonId, preapproved ? "; approved for this process by --approve-python, without a prompt" : "");
 }
 
 NativeFunction function() {
@@ -393,7 +401,10 @@ NativeFunction function() {
       {"additionalProperties", false}};
   return {std::string(kPythonId),
           "Runs a Python 3 program in the local python3 interpreter (offered only where one is installed; asks the "
-          "user before its first run in a session). Returns {stdout, stderr, exitCode, truncated, isolation}.",
+          "user before its first run in a session). By default in the strict sandbox: no network, no writes, reads "
+          "only the Python installation; it refuses to run where a layer of that sandbox is missing. In host mode "
+          "(an explicit choice of the user) it has the user's authority: it can read and change the user's files, "
+          "use the network and run programs as the user. Returns {stdout, stderr, exitCode, truncated, isolation}.",
           std::move(parameters), [](const Value& args, const Context& context) -> Result<Value> {
             const auto& found = interpreter();
             if (!found) return std::unexpected(found.error());
@@ -408,10 +419,16 @@ NativeFunction function() {
                           fmt::format("P2: {} needs your approval before its first run in a session: {}", kPythonId,
                                       kHowToApprove));
             const PythonIsolation isolation = context.session->python_isolation();
+            if (isolation == PythonIsolation::strict) {  // never ask for what cannot run
+              if (const auto& strict = strict_available(); !strict) return std::unexpected(strict.error());
+            }
             if (auto approved = context.session->approve(std::string(kPythonId), approval_question(isolation),
                                                          kHowToApprove);
                 !approved)
               return std::unexpected(approved.error());
+            if (isolation == PythonIsolation::host)
+              context.session->warn_once("python-host",
+                                         host_mode_warning(context.session->preapproved(std::string(kPythonId))));
             return execute(*found, text, isolation, context.timeout, context.session->helper());
           }};
 }

@@ -12,7 +12,13 @@
 // truncated: a stream passed its limit, so the process group was killed.
 // Tool errors (Error values): not approved in this session (P2), timed out
 // (the process group is killed), code too large or not a string, the
-// interpreter could not be started.
+// interpreter could not be started, strict isolation asked for on a machine
+// that lacks a layer it depends on (Errc::runtime_missing naming the layer:
+// strict never runs with fewer layers).
+//
+// Isolation: strict is the default (the sandbox's kernel layers, inside
+// bubblewrap where it is usable). Host (the user's own OS permissions) is an
+// explicit choice, announced by a warning line through the Session.
 //
 // P1: offered only when detect_python() finds an interpreter: the first
 // `python3` on PATH that answers `python3 -I -S -c …` (its version, its
@@ -29,6 +35,7 @@
 #include <vector>
 
 #include "taskyon/base/error.h"
+#include "taskyon/hardening/probe.h"
 #include "taskyon/json/json.h"
 #include "taskyon/native/native.h"
 
@@ -69,20 +76,42 @@ struct Bubblewrap {
 };
 const Bubblewrap& bubblewrap();
 
+// What strict isolation depends on, in `support` (a machine's layers) with or
+// without a usable bubblewrap: Landlock (ABI >= 1: file access), seccomp
+// filters, unprivileged user namespaces (bwrap needs them; without bwrap our
+// own namespaces do), and without bubblewrap also Landlock ABI >= 6 (signal
+// scope: inside bwrap a PID namespace hides other processes instead).
+// Errc::runtime_missing naming the first missing layer and how to proceed.
+Result<void> strict_requirements(const hardening::Support& support, bool bubblewrap_usable);
+
+// strict_requirements() of this machine (hardening::support(), bubblewrap()),
+// once per process.
+const Result<void>& strict_available();
+
 // Runs `code` under `isolation` with `timeout` (docs: the result above).
 Result<json::Value> execute(const Interpreter& python, std::string_view code, PythonIsolation isolation,
                             std::chrono::milliseconds timeout, const std::string& helper);
 
 // The session tycli's flags ask for: --approve-python (`approve_python`),
-// --python-isolation host|strict (`isolation`; anything else is host), and
-// a terminal prompt when stdin and stderr are terminals.
+// --python-isolation host|strict (`isolation`; "host" is host, anything else
+// — the flag not given included — strict), a terminal prompt when stdin and
+// stderr are terminals, and warnings as `tycli: warning: …` lines on stderr.
+
 Session::Settings session_settings(bool approve_python, std::string_view isolation);
 
-// The native function (run: approval, then execute()).
+// The warning line of a host-mode run (once per session), saying that the
+// code has the user's authority, and when `preapproved` that --approve-python
+// approved it without a prompt.
+std::string host_mode_warning(bool preapproved);
+
+// The native function (run: strict's requirements, approval, the host-mode
+// warning, then execute()).
 NativeFunction function();
 
 // For `tycli sandbox explain`: {"interpreter": {...} | null, "why": …,
-// "bubblewrap": {"path", "usable", "why"}, "strict": [layer names]}.
+// "bubblewrap": {"path", "usable", "why"}, "strict": what strict mode is here,
+// "strictAvailable": bool, "strictMissing": why not (when not), "host": …,
+// "default": "strict"}.
 json::Value explain();
 
 // tycli's internal re-exec entry, run inside bubblewrap in strict mode:

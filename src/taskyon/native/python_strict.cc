@@ -5,7 +5,8 @@
 //     host ──fork with the baseline steps only (own session, parent-death
 //     signal, descriptors, private cwd, no_new_privs, empty environment; bwrap
 //     cannot start under RLIMIT_FSIZE=0)──▶ bwrap (new user/net/ipc/uts/pid/cgroup namespaces,
-//     minimal read-only root, private /tmp, /proc, minimal /dev, no
+//     minimal read-only root, private /tmp, /proc, a read-only /dev of its own
+//     with read-only binds of null, zero and urandom only, no
 //     capabilities) ──▶ tycli __python-contain (this file's contain_main) ──fork,
 //     contain(): rlimits, descriptors, no_new_privs, Landlock, seccomp──▶ python3
 //   Landlock and seccomp forbid mount and unshare, so they cannot come before
@@ -50,6 +51,7 @@ namespace {
 constexpr std::chrono::milliseconds kProbeTimeout{10000};
 constexpr const char* kStrictEnv = "LANG=C.UTF-8";
 constexpr std::uint64_t kOpenFiles = 256;
+constexpr const char* kDevNodes[] = {"/dev/zero", "/dev/urandom"};  // strict /dev inside bwrap, read-only
 
 // Landlock (include/uapi/linux/landlock.h): rights for a directory tree.
 constexpr long kSysLandlockAddRule = 445;
@@ -120,6 +122,20 @@ Reads strict_reads(const Interpreter& python, const hardening::RuntimeFiles& fil
 
 const hardening::Layers kAllLayers{};
 
+// The first layer strict mode wants that `prepared` lacks; empty: none.
+std::string missing_prepared_layer(const hardening::Layers& prepared, bool namespaces) {
+  if (!prepared.landlock) return "Landlock";
+  if (!prepared.seccomp) return "seccomp";
+  if (namespaces && !prepared.namespaces) return "the sandbox namespaces";
+  return {};
+}
+
+std::string refusal(std::string_view why) {
+  return fmt::format("strict Python refuses to run with fewer layers: {}. Run it where that layer exists, or choose "
+                     "--python-isolation host explicitly (your own OS permissions, no sandbox)",
+                     why);
+}
+
 // The kernel layers for the interpreter itself (`namespaces`: false inside
 // bwrap, which made them already).
 Result<std::shared_ptr<const hardening::Policy>> python_policy(const std::string& executable, const Reads& reads,
@@ -145,13 +161,29 @@ bool under(const std::string& path, const std::set<std::string>& roots) {
 // the top-level /bin, /lib… as the host has them (symlinks into /usr on a
 // merged-/usr system), the loader cache, private /tmp, /proc and a minimal
 // /dev. `bound` receives the directories the root holds.
-std::vector<std::string> bwrap_root(const std::string& bwrap, std::set<std::string>& bound) {
-  std::vector<std::string> a = {bwrap,         "--unshare-all",  "--die-with-parent", "--new-session",
-                                "--clearenv",  "--cap-drop",     "ALL",               "--hostname",
-                                "sandbox",     "--uid",          "1000",              "--gid",
-                                "1000",        "--tmpfs",        "/tmp",              "--proc",
-                                "/proc",       "--dev",          "/dev",              "--ro-bind",
-                                "/usr",        "/usr"};
+std::vector<std::string> bwrap_root(const std::string& bwrap, std::set<std::string>& bound,
+                                    const std::string& null_file) {
+  std::vector<std::string> a = {bwrap,       "--unshare-all", "--die-with-parent", "--new-session", "--clearenv",
+                                "--cap-drop", "ALL",           "--hostname",        "sandbox",       "--uid",
+                                "1000",       "--gid",         "1000",              "--tmpfs",       "/tmp",
+                                "--proc",     "/proc"};
+  // Our own /dev, never the host's nodes writable: a tmpfs holding read-only
+  // binds of zero and urandom and, as null, `null_file` (an empty file of
+  // this run's scratch directory, bound writable: the helper's loader query
+  // opens /dev/null for writing) or, for the probe, the host's node
+  // read-only; then made read-only itself. bwrap's --dev would bind the
+  // host's nodes writable (utime/chmod of the host's /dev/null). bwrap 0.8
+  // marks every read-only bind nodev (its remount adds MS_NODEV), so zero and
+  // urandom cannot be opened — strict Python's Landlock grants none of these
+  // anyway (it takes entropy from getrandom(2)).
+  a.insert(a.end(), {"--tmpfs", "/dev"});
+  for (const char* node : kDevNodes) a.insert(a.end(), {"--ro-bind", node, node});
+  if (null_file.empty()) {
+    a.insert(a.end(), {"--ro-bind", "/dev/null", "/dev/null"});
+  } else {
+    a.insert(a.end(), {"--bind", null_file, "/dev/null"});
+  }
+  a.insert(a.end(), {"--remount-ro", "/dev", "--ro-bind", "/usr", "/usr"});
   bound = {"/usr"};  // not /tmp: a file bound below it (tycli in a build tree) must stay visible
   for (const char* top : {"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}) {
     struct stat st {};
@@ -172,12 +204,12 @@ std::vector<std::string> bwrap_root(const std::string& bwrap, std::set<std::stri
 
 // bwrap's command line: the minimal root plus the interpreter's files and
 // the helper; then the helper, which contains python3.
-std::vector<std::string> bwrap_argv(const std::string& bwrap, const std::string& helper,
+std::vector<std::string> bwrap_argv(const std::string& bwrap, const std::string& null_file, const std::string& helper,
                                     const hardening::RuntimeFiles& python_files,
                                     const hardening::RuntimeFiles& helper_files, const Reads& reads,
                                     const std::vector<std::string>& python_argv) {
   std::set<std::string> bound;
-  std::vector<std::string> a = bwrap_root(bwrap, bound);
+  std::vector<std::string> a = bwrap_root(bwrap, bound, null_file);
   std::vector<std::string> paths = {python_files.executable, python_files.interpreter, helper_files.executable,
                                     helper_files.interpreter};
   paths.insert(paths.end(), python_files.libraries.begin(), python_files.libraries.end());
@@ -210,10 +242,13 @@ Result<std::unique_ptr<sandbox::Child>> spawn_strict(const Interpreter& python, 
   const Reads reads = strict_reads(python, *python_files);
   const hardening::rlimits::Limits limits{.data_bytes = kStrictDataBytes, .open_files = kOpenFiles};
   const Bubblewrap& bw = bubblewrap();
+  if (const auto& strict = strict_available(); !strict) return std::unexpected(strict.error());
 
   if (bw.path.empty()) {
     auto policy = python_policy(python.executable, reads, /*namespaces=*/true);
     if (!policy) return std::unexpected(std::move(policy.error()));
+    if (auto missing = missing_prepared_layer((*policy)->layers(), /*namespaces=*/true); !missing.empty())
+      return fail(Errc::runtime_missing, refusal(missing + " could not be prepared"), missing);
     return launcher.spawn({.policy = *policy, .argv = argv, .env = {kStrictEnv}, .workdir = workdir, .limits = limits});
   }
 
@@ -226,11 +261,45 @@ Result<std::unique_ptr<sandbox::Child>> spawn_strict(const Interpreter& python, 
   // parent-death signal, pipes only, private cwd, no_new_privs, empty
   // environment): it cannot run under RLIMIT_FSIZE=0, Landlock or seccomp.
   // The helper applies the resource limits and kernel layers inside it.
-  return spawn_plain(bwrap_argv(bw.path, helper_path, *python_files, *helper_files, reads, argv), {}, workdir,
+  // The sandbox's /dev/null: an empty file of its own, removed with the
+  // working directory (bwrap_root).
+  const std::string null_file = workdir + "/null";
+  if (const int fd = ::open(null_file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600); fd >= 0) {
+    ::close(fd);
+  } else {
+    return fail(Errc::io, fmt::format("cannot create {}: {}", null_file, std::strerror(errno)), null_file);
+  }
+  return spawn_plain(bwrap_argv(bw.path, null_file, helper_path, *python_files, *helper_files, reads, argv), {}, workdir,
                      /*no_new_privs=*/true);
 }
 
 }  // namespace detail
+
+Result<void> strict_requirements(const hardening::Support& support, bool bubblewrap_usable) {
+  if (support.landlock_abi < 1)
+    return fail(Errc::runtime_missing,
+                refusal("this kernel has no Landlock (file-access rules; Linux >= 5.13 with landlock in lsm=)"),
+                "Landlock");
+  if (!support.seccomp)
+    return fail(Errc::runtime_missing, refusal("this kernel has no seccomp filters (system-call rules)"), "seccomp");
+  if (!support.user_namespaces)
+    return fail(Errc::runtime_missing,
+                refusal("user namespaces are not allowed here (" + support.namespaces_error +
+                        "); bubblewrap and the sandbox namespaces both need them"),
+                "user namespaces");
+  if (!bubblewrap_usable && support.landlock_abi < 6)
+    return fail(Errc::runtime_missing,
+                refusal(fmt::format("without bubblewrap (its PID namespace) strict Python needs Landlock ABI 6 to "
+                                    "scope signals, and this kernel has ABI {}; install bubblewrap",
+                                    support.landlock_abi)),
+                "Landlock signal scope");
+  return {};
+}
+
+const Result<void>& strict_available() {
+  static const Result<void> available = strict_requirements(hardening::support(), !bubblewrap().path.empty());
+  return available;
+}
 
 const Bubblewrap& bubblewrap() {
   static const Bubblewrap found = [] {
@@ -247,7 +316,7 @@ const Bubblewrap& bubblewrap() {
     }
     // The probe builds a root as strict runs do and runs bwrap itself in it.
     std::set<std::string> bound;
-    std::vector<std::string> argv = bwrap_root(bwrap, bound);
+    std::vector<std::string> argv = bwrap_root(bwrap, bound, "");
     if (!under(bwrap, bound)) argv.insert(argv.end(), {"--ro-bind", bwrap, bwrap});
     argv.insert(argv.end(), {"--", bwrap, "--version"});
     auto child = detail::spawn_plain(argv, {}, "");
@@ -286,7 +355,11 @@ Value explain() {
                       : std::string("bubblewrap (minimal read-only root, private /tmp, no network) and, inside it, "
                                     "the sandbox kernel layers around python3");
   out["host"] = "python3 -I with your own OS permissions: timeout, minimal environment, bounded output, "
-                "process-group kill — no containment";
+                "process-group kill — no containment; only when chosen (--python-isolation host), with a warning";
+  out["default"] = "strict";
+  const auto& strict = strict_available();
+  out["strictAvailable"] = strict.has_value();
+  if (!strict) out["strictMissing"] = strict.error().message;
   return out;
 }
 
@@ -320,6 +393,11 @@ int contain_main(int argc, char** argv) {
   auto policy = python_policy(python_argv.front(), reads, /*namespaces=*/false);
   if (!policy) {
     std::fprintf(stderr, "taskyon: %s: %s\n", kContainEntry.data(), policy.error().describe().c_str());
+    return 125;
+  }
+  if (const std::string missing = missing_prepared_layer((*policy)->layers(), false); !missing.empty()) {
+    std::fprintf(stderr, "taskyon: %s: %s\n", kContainEntry.data(),
+                 refusal(missing + " could not be prepared inside bubblewrap").c_str());
     return 125;
   }
   const int in = ::fcntl(0, F_DUPFD_CLOEXEC, 3), out = ::fcntl(1, F_DUPFD_CLOEXEC, 3),

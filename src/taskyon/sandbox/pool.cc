@@ -1,5 +1,6 @@
 #include "taskyon/sandbox/pool.h"
 
+#include <algorithm>
 #include <atomic>
 #include <exception>
 #include <functional>
@@ -10,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "taskyon/sandbox/memory.h"
 #include "taskyon/sandbox/process.h"
 #include "taskyon/sandbox/protocol.h"
 #include "taskyon/sandbox/sandbox.h"
@@ -103,6 +105,51 @@ struct Pool::Impl {
     for (const auto& sandbox : doomed) sandbox->kill("evicted");
   }
 
+  // The memory budget (RuntimeConfig::memory_budget_bytes): destroys the
+  // least recently used idle retained sandboxes, never `keep`, until the live
+  // sandboxes' memory plus `room` fits, each recorded as "memory_budget".
+  // The RSS sum (cheap, never below PSS) is read first; PSS only when RSS
+  // says the budget may be exceeded. Measured without the lock; a sandbox
+  // that changed meanwhile is left alone. Returns the ones it killed.
+  std::vector<std::shared_ptr<Sandbox>> enforce_budget(const Slot* keep, std::uint64_t room) {
+    if (config.memory_budget_bytes == 0) return {};
+    struct Live {
+      std::shared_ptr<Slot> slot;  // null: a disposable sandbox (in use, never evicted)
+      std::shared_ptr<Sandbox> sandbox;
+      std::uint64_t last_used = 0;
+      std::uint64_t bytes = 0;
+    };
+    std::vector<Live> live;
+    {
+      std::lock_guard lock(mu);
+      for (const auto& [_, slot] : slots)
+        if (slot->sandbox) live.push_back({slot, slot->sandbox, slot->last_used, 0});
+      for (const auto& sandbox : disposables) live.push_back({nullptr, sandbox, 0, 0});
+    }
+    const std::uint64_t budget = config.memory_budget_bytes;
+    std::uint64_t total = 0;
+    for (const Live& l : live) total += resident_bytes(l.sandbox->pid()).value_or(0);
+    if (total + room <= budget) return {};
+    total = 0;
+    for (Live& l : live) total += l.bytes = proportional_bytes(l.sandbox->pid()).value_or(0);
+    if (total + room <= budget) return {};
+    std::sort(live.begin(), live.end(), [](const Live& a, const Live& b) { return a.last_used < b.last_used; });
+    std::vector<std::shared_ptr<Sandbox>> doomed;
+    {
+      std::lock_guard lock(mu);
+      for (const Live& l : live) {
+        if (total + room <= budget) break;
+        if (!l.slot || l.slot.get() == keep || l.slot->sandbox != l.sandbox || !l.slot->call_mu.try_lock()) continue;
+        record(*l.sandbox, "memory_budget");
+        doomed.push_back(std::move(l.slot->sandbox));
+        l.slot->call_mu.unlock();
+        total -= std::min(total, l.bytes);
+      }
+    }
+    for (const auto& sandbox : doomed) sandbox->kill("memory_budget");
+    return doomed;
+  }
+
   Result<std::string> node_path() {
     std::lock_guard lock(mu);
     if (node.empty()) {
@@ -185,6 +232,7 @@ struct Pool::Impl {
     const bool fresh = !sandbox;
     if (fresh) {
       evict_for_room(slot.get());
+      enforce_budget(slot.get(), kSandboxStartBytes);
       auto started = Sandbox::start(launcher, node_exe, config, request.tool.revision, Mode::retained);
       if (!started) return std::unexpected(std::move(started.error()));
       sandbox = std::move(*started);
@@ -281,6 +329,12 @@ Result<CallOutcome> Pool::call(const CallRequest& request) {
                        ? impl_->call_disposable(request, *node, *load_frame, id, *call_frame, deadline)
                        : impl_->call_retained(request, *node, *load_frame, id, *call_frame, deadline);
     if (!outcome) return outcome;
+    // After every call: back inside the budget. The sandbox just used is the
+    // most recently used, so it goes last.
+    for (const auto& evicted : impl_->enforce_budget(nullptr, 0)) {
+      if (request.mode == Mode::retained && !outcome->destroyed && evicted->revision() == request.tool.revision)
+        outcome->destroyed = "memory_budget";
+    }
     if (outcome->status != Status::ok && impl_->interrupted_flag.load()) {  // killed by interrupt(), or cancelled
       outcome->status = Status::cancelled;
       outcome->error = "the call was interrupted: tycli is shutting down";

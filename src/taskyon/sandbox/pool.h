@@ -28,6 +28,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -44,6 +45,9 @@ namespace taskyon::sandbox {
 // Node by default (N1), Deno only when selected (N2, N4).
 enum class JsRuntime { node, deno };
 
+inline constexpr std::uint64_t kDefaultMemoryBudgetBytes = 1ull << 30;  // RuntimeConfig::memory_budget_bytes
+inline constexpr std::uint64_t kSandboxStartBytes = 48ull << 20;        // room a fresh sandbox is given, bytes
+
 struct RuntimeConfig {
   std::string node_path;                      // empty: the first `node` on PATH
   std::size_t max_frame_bytes = 8u << 20;     // one protocol line, bytes
@@ -51,6 +55,13 @@ struct RuntimeConfig {
   int heap_limit_mb = 256;                    // V8 --max-old-space-size, MiB
   std::size_t max_live = 16;                  // retained sandboxes alive at once; past it the least
                                               // recently used idle one is destroyed ("evicted")
+  // The pool's memory budget: the sum of every live sandbox's memory (PSS,
+  // /proc/PID/smaps_rollup), bytes; 0: none. Before a fresh sandbox starts
+  // and after every call, the least recently used idle retained sandboxes
+  // are destroyed ("memory_budget") until the sum (plus kSandboxStartBytes
+  // for the one about to start) fits. Busy sandboxes are never destroyed for
+  // it, so a running call may exceed it (each child is bounded by RLIMIT_DATA).
+  std::uint64_t memory_budget_bytes = kDefaultMemoryBudgetBytes;
   JsRuntime runtime = JsRuntime::node;        // which runtime every sandbox of the pool runs
   std::string deno_path;                      // empty: `deno` on PATH, else the project-local install
                                               // (runtime.h find_deno)
@@ -175,7 +186,7 @@ struct SandboxInfo {
 struct Destruction {
   std::string revision;
   std::string reason;  // "timeout", "crashed", "protocol_error", "load_error", "terminated", "disposable",
-                       // "evicted", "shutdown", "cancelled", "superseded", "interrupted"
+                       // "evicted", "memory_budget", "shutdown", "cancelled", "superseded", "interrupted"
   std::chrono::system_clock::time_point when;
   std::string name;    // the tool's name, when known
   int pid = 0;         // the child's process id

@@ -238,6 +238,15 @@ Result<RuntimeChoice> read_runtime_choice(const std::string& config_file) {
     if (!it->is_string()) return fail(Errc::bad_usage, "\"denoPath\" must be a string", config_file);
     choice.deno_path = it->get<std::string>();
   }
+  if (auto it = parsed->find("sandboxMemoryBudgetMiB"); it != parsed->end()) {
+    if (!it->is_number_unsigned() || it->get<std::uint64_t>() > kMaxMemoryBudgetMib)
+      return fail(Errc::bad_usage,
+                  fmt::format("\"sandboxMemoryBudgetMiB\" must be a whole number of MiB from 0 (no budget) to {}, "
+                              "not {}",
+                              kMaxMemoryBudgetMib, it->dump()),
+                  config_file);
+    choice.memory_budget_mib = it->get<std::uint64_t>();
+  }
   return choice;
 }
 
@@ -245,6 +254,7 @@ Result<void> select_runtime(RuntimeConfig& config, std::string_view flag, const 
   auto choice = read_runtime_choice(config_file);
   if (!choice) return std::unexpected(std::move(choice.error()));
   if (!choice->deno_path.empty() && config.deno_path.empty()) config.deno_path = choice->deno_path;
+  if (choice->memory_budget_mib) config.memory_budget_bytes = *choice->memory_budget_mib << 20;
   if (!flag.empty()) {
     const auto runtime = parse_js_runtime(flag);
     if (!runtime) {

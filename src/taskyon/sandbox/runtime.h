@@ -123,18 +123,26 @@ Result<Launch> prepare_launch(const std::string& executable, const RuntimeConfig
 std::string config_file_path();
 
 // The JS runtime chosen by the config file {"jsRuntime":"node"|"deno",
-// "denoPath":PATH}: nullopt when the file does not exist or says nothing.
+// "denoPath":PATH, "sandboxMemoryBudgetMiB":N}: nullopt when the file does not
+// exist or says nothing. Errc::bad_usage too for a budget that is not a whole
+// number of MiB between 0 and 1048576.
 // Errc::invalid_json when it is not strict JSON; Errc::bad_usage when
 // jsRuntime is not "node"/"deno" or denoPath is not a string (`where` names the file).
+// The largest memory budget a config file or flag may set, MiB (1 TiB).
+inline constexpr std::uint64_t kMaxMemoryBudgetMib = 1u << 20;
+
 struct RuntimeChoice {
   std::optional<JsRuntime> runtime;
   std::string deno_path;
+  std::optional<std::uint64_t> memory_budget_mib;  // "sandboxMemoryBudgetMiB": a whole number >= 0 (0: no budget)
 };
 Result<RuntimeChoice> read_runtime_choice(const std::string& config_file);
 
 // Applies the selection rule of tycli: the --js-runtime flag (`flag`, empty
 // when not given) wins over the config file, which wins over the default
-// (node). Errc::bad_usage for a flag other than node/deno; the errors of
+// (node). The config file's "sandboxMemoryBudgetMiB" sets
+// config.memory_budget_bytes (tycli's --memory-budget, applied after, wins).
+// Errc::bad_usage for a flag other than node/deno; the errors of
 // read_runtime_choice.
 Result<void> select_runtime(RuntimeConfig& config, std::string_view flag, const std::string& config_file);
 

@@ -1,0 +1,33 @@
+// How much memory a sandbox child uses, read from the host's /proc, for the
+// pool's memory budget (RuntimeConfig::memory_budget_bytes; docs/sandbox.md,
+// "The memory budget").
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace taskyon::sandbox {
+
+// Resident set size of `pid`, bytes: /proc/PID/statm (field 2 × page size).
+// Cheap (kernel counters), and never below the process's PSS. nullopt when
+// the process is gone or unreadable.
+std::optional<std::uint64_t> resident_bytes(pid_t pid);
+
+// Proportional set size of `pid`, bytes: the Pss line of
+// /proc/PID/smaps_rollup (pages shared with other processes — the runtime's
+// executable and libraries — count as 1/N each, so the sum over processes is
+// the memory they take together). Walks the process's mappings: read it only
+// when resident_bytes() says the budget may be exceeded. Falls back to
+// resident_bytes() when smaps_rollup is unreadable.
+std::optional<std::uint64_t> proportional_bytes(pid_t pid);
+
+// Why the pool does not put its children in a cgroup v2 with memory.max on
+// this machine (e.g. "the memory controller is not enabled in cgroup v2 here
+// (it is on a v1 hierarchy)"); empty when a delegated, writable cgroup v2
+// memory controller exists. For `tycli sandbox explain`.
+std::string cgroup_v2_memory_unavailable();
+
+}  // namespace taskyon::sandbox

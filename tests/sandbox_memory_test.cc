@@ -1,0 +1,144 @@
+// The pool's memory budget (RuntimeConfig::memory_budget_bytes; issue 12
+// item 8), against real Node children: the sum of the live sandboxes' memory
+// stays inside the budget because the least recently used idle ones are
+// destroyed ("memory_budget"), and calls keep working. The sum is measured
+// here independently of the pool (the Pss line of /proc/PID/smaps_rollup).
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "taskyon/sandbox/memory.h"
+#include "taskyon/sandbox/pool.h"
+#include "taskyon/sandbox/runtime.h"
+#include "test_util.h"
+
+namespace taskyon::sandbox {
+namespace {
+
+using namespace std::chrono_literals;
+using json::Value;
+
+constexpr std::uint64_t kMiB = 1ull << 20;
+
+std::uint64_t pss_of(int pid) {
+  std::ifstream rollup("/proc/" + std::to_string(pid) + "/smaps_rollup");
+  for (std::string line; std::getline(rollup, line);) {
+    if (!line.starts_with("Pss:")) continue;
+    std::istringstream fields(line.substr(4));
+    std::uint64_t kib = 0;
+    fields >> kib;
+    return kib * 1024;
+  }
+  return 0;
+}
+
+std::uint64_t live_pss(const Pool& pool) {
+  std::uint64_t sum = 0;
+  for (const auto& info : pool.sandboxes()) sum += pss_of(info.pid);
+  return sum;
+}
+
+CallOutcome call(Pool& pool, const std::string& revision, const std::string& code, Value args = Value::object()) {
+  CallRequest r;
+  r.tool = ToolCode{revision, code, "holder"};
+  r.args = std::move(args);
+  r.timeout = 20s;
+  auto outcome = pool.call(r);
+  EXPECT_TRUE(outcome) << outcome.error().describe();
+  return outcome ? *outcome : CallOutcome{};
+}
+
+// Each tool keeps ~40 MiB of touched memory in its retained sandbox.
+const std::string kHolder =
+    "(args) => { globalThis.held = Buffer.alloc(40 * 1024 * 1024, args.fill); "
+    "globalThis.calls = (globalThis.calls ?? 0) + 1; return globalThis.calls; }";
+
+TEST(PoolMemoryBudget, TwentyRetainedSandboxesHoldingFortyMiBStayInsideTheBudget) {
+  RuntimeConfig config;
+  config.memory_budget_bytes = 256 * kMiB;
+  Pool pool(config);
+  for (int i = 0; i < 20; ++i) {
+    const CallOutcome o = call(pool, "sha256:memory-" + std::to_string(i), kHolder, {{"fill", i + 1}});
+    ASSERT_EQ(o.status, Status::ok) << o.error;
+    EXPECT_EQ(o.value, 1);
+    const std::uint64_t sum = live_pss(pool);
+    EXPECT_LE(sum, config.memory_budget_bytes) << "after call " << i << ": " << (sum / kMiB) << " MiB in "
+                                               << pool.sandboxes().size() << " sandboxes";
+  }
+  std::size_t by_budget = 0;
+  for (const auto& d : pool.destructions()) {
+    by_budget += d.reason == "memory_budget" ? 1 : 0;
+    EXPECT_TRUE(d.reason == "memory_budget") << d.revision << ": " << d.reason;  // not the 16-sandbox cap
+  }
+  EXPECT_GE(by_budget, 20u - pool.live().size());
+  EXPECT_GE(pool.live().size(), 1u);  // the budget holds a few of them, not none
+  // The most recently used one is still there with its state; an evicted one starts again.
+  EXPECT_EQ(call(pool, "sha256:memory-19", kHolder, {{"fill", 1}}).value, 2);
+  const CallOutcome again = call(pool, "sha256:memory-0", kHolder, {{"fill", 1}});
+  EXPECT_EQ(again.status, Status::ok) << again.error;
+  EXPECT_TRUE(again.fresh_sandbox);
+  EXPECT_EQ(again.value, 1);
+  EXPECT_LE(live_pss(pool), config.memory_budget_bytes);
+}
+
+// A sandbox that alone exceeds the budget after its call is destroyed too,
+// and its outcome says so.
+TEST(PoolMemoryBudget, ASandboxOverTheBudgetOnItsOwnIsDestroyedAfterItsCall) {
+  RuntimeConfig config;
+  // Below the 40 MiB of private memory the tool holds, whatever share of
+  // Node's pages the child's PSS gets on a machine running other Node processes.
+  config.memory_budget_bytes = 32 * kMiB;
+  Pool pool(config);
+  const CallOutcome o = call(pool, "sha256:memory-big", kHolder, {{"fill", 7}});
+  ASSERT_EQ(o.status, Status::ok) << o.error;
+  EXPECT_EQ(o.destroyed, "memory_budget");
+  EXPECT_TRUE(pool.live().empty());
+  ASSERT_FALSE(pool.destructions().empty());
+  EXPECT_EQ(pool.destructions().back().reason, "memory_budget");
+}
+
+TEST(PoolMemoryBudget, ZeroMeansNoBudget) {
+  RuntimeConfig config;
+  config.memory_budget_bytes = 0;
+  Pool pool(config);
+  EXPECT_EQ(call(pool, "sha256:memory-a", kHolder, {{"fill", 1}}).value, 1);
+  EXPECT_EQ(call(pool, "sha256:memory-a", kHolder, {{"fill", 1}}).value, 2);
+  EXPECT_TRUE(pool.destructions().empty());
+}
+
+TEST(PoolMemoryBudget, MeasuresAChildFromProc) {
+  RuntimeConfig config;
+  Pool pool(config);
+  call(pool, "sha256:memory-m", kHolder, {{"fill", 3}});
+  ASSERT_EQ(pool.sandboxes().size(), 1u);
+  const int pid = pool.sandboxes().front().pid;
+  const auto rss = resident_bytes(pid), pss = proportional_bytes(pid);
+  ASSERT_TRUE(rss && pss);
+  EXPECT_GE(*pss, 40 * kMiB);  // the touched buffer is private memory
+  EXPECT_GE(*rss, *pss);       // RSS is the cheap upper bound
+  EXPECT_FALSE(resident_bytes(0x3fffffff));
+}
+
+TEST(PoolMemoryBudget, TheConfigFileSetsTheBudgetAndRefusesNonsense) {
+  taskyon::testing::TempDir home;
+  const std::string file = (home / "config.json").string();
+  std::ofstream(file) << R"({"sandboxMemoryBudgetMiB": 300})";
+  RuntimeConfig config;
+  ASSERT_TRUE(select_runtime(config, "", file));
+  EXPECT_EQ(config.memory_budget_bytes, 300 * kMiB);
+  for (const char* bad : {R"({"sandboxMemoryBudgetMiB": -1})", R"({"sandboxMemoryBudgetMiB": "1G"})",
+                          R"({"sandboxMemoryBudgetMiB": 1.5})", R"({"sandboxMemoryBudgetMiB": 99999999})"}) {
+    std::ofstream(file) << bad;
+    RuntimeConfig untouched;
+    const auto r = select_runtime(untouched, "", file);
+    ASSERT_FALSE(r) << bad;
+    EXPECT_EQ(r.error().code, Errc::bad_usage);
+    EXPECT_NE(r.error().message.find("sandboxMemoryBudgetMiB"), std::string::npos) << r.error().message;
+    EXPECT_EQ(untouched.memory_budget_bytes, kDefaultMemoryBudgetBytes);
+  }
+}
+
+}  // namespace
+}  // namespace taskyon::sandbox
