@@ -659,5 +659,33 @@ TEST_F(EscapeDeno, LIFE_04_OrphanAGrandchild) {
   EXPECT_TRUE(process_gone(pid));
 }
 
+// Issue 11 item 5 on Deno: V8 flags, loader hooks and the inspector cannot
+// be changed or reached from tool code (node: compatibility included).
+TEST_F(EscapeDeno, RuntimeFlagsCannotBeChanged) {
+  auto out = run("flags", tool(R"(
+    const v8 = await import('node:v8');
+    const natives = () => new Function('return %GetOptimizationStatus(function () {})')();
+    const setFlags = t(() => v8.setFlagsFromString('--allow-natives-syntax'));
+    const mod = await import('node:module');
+    const register = t(() => mod.register('data:text/javascript,export async function resolve() { return { url: "data:text/javascript,export default 1", shortCircuit: true }; }'));
+    const inspector = await import('node:inspector');
+    return {
+      setFlags: setFlags.startsWith('err:') ? 'refused' : 'no effect?',
+      natives: t(natives),
+      register,
+      afterRegister: await ta(async () => (await import('data:text/javascript,export default 2')).default),
+      open: t(() => inspector.open(0)),
+      session: t(() => { const s = new inspector.Session(); s.connect(); return 'connected'; }),
+      url: t(() => inspector.url()),
+    };
+  )"));
+  ASSERT_EQ(out.status, Status::ok) << out.error;
+  EXPECT_EQ(out.value["natives"], "err:SyntaxError") << out.value.dump();  // the flag did not change
+  EXPECT_EQ(out.value["afterRegister"], "ok:2") << out.value.dump();      // no loader hook took effect
+  for (const char* key : {"open", "session", "url"}) {
+    EXPECT_TRUE(is_denial(out.value[key].get<std::string>())) << key << ": " << out.value.dump();
+  }
+}
+
 }  // namespace
 }  // namespace taskyon::sandbox
