@@ -375,11 +375,16 @@ TEST_F(EscapeDeno, OBJ_04_HostileResultValues) {
   ASSERT_EQ(proto.status, Status::ok) << proto.error;
   EXPECT_EQ(proto.value["__proto__"]["isAdmin"], true);
   EXPECT_EQ(proto.value.size(), 2u);
-  for (const char* kind : {"deep", "wide", "surrogate"}) {
+  for (const char* kind : {"deep", "surrogate"}) {
     auto refused = run("obj04", code, Value{{"kind", kind}});
     EXPECT_EQ(refused.status, Status::tool_error) << kind << ": " << refused.error;
     EXPECT_FALSE(refused.destroyed.has_value()) << kind;
   }
+  // A result over one frame (~19 MB) is refused by the host and destroys the
+  // sandbox (issue 12: never a kept sandbox holding it).
+  auto wide = run("obj04", code, Value{{"kind", "wide"}});
+  EXPECT_EQ(wide.status, Status::protocol_error) << wide.error;
+  EXPECT_EQ(wide.destroyed, "protocol_error");
   auto numbers = run("obj04", code, Value{{"kind", "numbers"}});
   ASSERT_EQ(numbers.status, Status::ok) << numbers.error;
   EXPECT_EQ(numbers.value, (Value{nullptr, nullptr, nullptr, 0}));
@@ -681,6 +686,34 @@ TEST_F(EscapeDeno, LIFE_04_OrphanAGrandchild) {
   pool().terminate("sha256:escape-life04");
   EXPECT_TRUE(session_members(pid).empty());
   EXPECT_TRUE(process_gone(pid));
+}
+
+// Issue 11 item 5 on Deno: V8 flags, loader hooks and the inspector cannot
+// be changed or reached from tool code (node: compatibility included).
+TEST_F(EscapeDeno, RuntimeFlagsCannotBeChanged) {
+  auto out = run("flags", tool(R"(
+    const v8 = await import('node:v8');
+    const natives = () => new Function('return %GetOptimizationStatus(function () {})')();
+    const setFlags = t(() => v8.setFlagsFromString('--allow-natives-syntax'));
+    const mod = await import('node:module');
+    const register = t(() => mod.register('data:text/javascript,export async function resolve() { return { url: "data:text/javascript,export default 1", shortCircuit: true }; }'));
+    const inspector = await import('node:inspector');
+    return {
+      setFlags: setFlags.startsWith('err:') ? 'refused' : 'no effect?',
+      natives: t(natives),
+      register,
+      afterRegister: await ta(async () => (await import('data:text/javascript,export default 2')).default),
+      open: t(() => inspector.open(0)),
+      session: t(() => { const s = new inspector.Session(); s.connect(); return 'connected'; }),
+      url: t(() => inspector.url()),
+    };
+  )"));
+  ASSERT_EQ(out.status, Status::ok) << out.error;
+  EXPECT_EQ(out.value["natives"], "err:SyntaxError") << out.value.dump();  // the flag did not change
+  EXPECT_EQ(out.value["afterRegister"], "ok:2") << out.value.dump();      // no loader hook took effect
+  for (const char* key : {"open", "session", "url"}) {
+    EXPECT_TRUE(is_denial(out.value[key].get<std::string>())) << key << ": " << out.value.dump();
+  }
 }
 
 }  // namespace

@@ -403,6 +403,76 @@ TEST_F(EscapeNode, PROC_05_OpenTheInspector) {
   EXPECT_EQ(again.status, Status::ok) << again.error;
 }
 
+// Issue 11 item 5: runtime flags, loader hooks and the inspector are fixed
+// before tool code runs; one attempt per path, each refused or without effect.
+TEST_F(EscapeNode, RuntimeFlagsV8FlagsCannotBeChanged) {
+  auto out = run("flags-v8", tool(R"(
+    const natives = () => new Function('return %GetOptimizationStatus(function () {})')();
+    return {
+      set: t(() => require('v8').setFlagsFromString('--allow-natives-syntax')),
+      builtin: t(() => process.getBuiltinModule('v8').setFlagsFromString('--allow-natives-syntax')),
+      nodePrefixed: t(() => require('node:v8').setFlagsFromString('--allow-natives-syntax')),
+      restore: t(() => { const v8 = require('v8'); delete v8.setFlagsFromString; return typeof v8.setFlagsFromString; }),
+      reassign: t(() => { 'use strict'; require('v8').setFlagsFromString = () => 1; return 'reassigned'; }),
+      natives: t(natives),
+    };
+  )"));
+  ASSERT_EQ(out.status, Status::ok) << out.error;
+  EXPECT_EQ(out.value["set"], "err:ERR_ACCESS_DENIED");
+  EXPECT_EQ(out.value["builtin"], "err:ERR_ACCESS_DENIED");
+  EXPECT_EQ(out.value["nodePrefixed"], "err:ERR_ACCESS_DENIED");
+  EXPECT_EQ(out.value["restore"], "ok:function");  // not deleted: non-configurable
+  EXPECT_EQ(out.value["reassign"], "err:TypeError");
+  EXPECT_EQ(out.value["natives"], "err:SyntaxError");  // V8's test intrinsics stay unreachable
+}
+
+TEST_F(EscapeNode, RuntimeFlagsNoLoaderHooks) {
+  auto out = run("flags-loader", tool(R"(
+    'use strict';
+    const Module = require('module');
+    return {
+      register: t(() => Module.register('data:text/javascript,export async function resolve(s, c, n) { return n(s, c); }')),
+      load: t(() => { Module._load = () => 'hooked'; return 'patched'; }),
+      resolve: t(() => { Module._resolveFilename = () => 'x'; return 'patched'; }),
+      protoRequire: t(() => { Module.prototype.require = () => 'hooked'; return 'patched'; }),
+      compile: t(() => { Module.prototype._compile = () => 'hooked'; return 'patched'; }),
+      extensions: t(() => { require.extensions['.js'] = () => 'hooked'; return 'patched'; }),
+      newExtension: t(() => { require.extensions['.x'] = () => 'hooked'; return 'patched'; }),
+      stillLoads: t(() => typeof require('util').format),
+    };
+  )"));
+  ASSERT_EQ(out.status, Status::ok) << out.error;
+  for (const char* key : {"load", "resolve", "protoRequire", "compile", "extensions", "newExtension"}) {
+    EXPECT_EQ(out.value[key], "err:TypeError") << key;
+  }
+  EXPECT_EQ(out.value["register"], "err:ERR_ACCESS_DENIED");
+  EXPECT_EQ(out.value["stillLoads"], "ok:function");
+}
+
+TEST_F(EscapeNode, RuntimeFlagsNoInspector) {
+  auto out = run("flags-inspector", tool(R"(
+    const inspector = require('inspector');
+    return {
+      open: t(() => inspector.open(0, '127.0.0.1')),
+      session: t(() => new inspector.Session()),
+      wait: t(() => inspector.waitForDebugger()),
+      binding: t(() => process.binding('inspector')),
+      debugProcess: t(() => process._debugProcess(process.pid)),
+      debugEnd: t(() => process._debugEnd()),
+      sigusr1: t(() => process.kill(process.pid, 'SIGUSR1')),
+      sigusr1Number: t(() => process.kill(process.pid, 10)),
+      rawKill: t(() => process._kill(process.pid, 10)),
+      url: t(() => inspector.url()),
+    };
+  )"));
+  ASSERT_EQ(out.status, Status::ok) << out.error;
+  for (const char* key : {"open", "session", "wait", "binding", "debugProcess", "debugEnd", "sigusr1",
+                          "sigusr1Number", "rawKill"}) {
+    EXPECT_EQ(out.value[key], "err:ERR_ACCESS_DENIED") << key << ": " << out.value.dump();
+  }
+  EXPECT_EQ(out.value["url"], "ok:undefined");
+}
+
 TEST_F(EscapeNode, PROC_06_SignalOtherProcesses) {
   if (machine().landlock_abi < 6) GTEST_SKIP() << "only Landlock's signal scope (ABI 6) stops this";
   // Fatal signals go out only once the harmless probes were refused, so that a
@@ -558,11 +628,16 @@ TEST_F(EscapeNode, OBJ_04_HostileResultValues) {
   EXPECT_EQ(proto.value["__proto__"]["isAdmin"], true);  // plain data on the host: a member like any other
   EXPECT_EQ(proto.value.size(), 2u);
   EXPECT_FALSE(Value::object().contains("isAdmin"));
-  for (const char* kind : {"deep", "wide", "surrogate"}) {
+  for (const char* kind : {"deep", "surrogate"}) {
     auto refused = run("obj04", code, Value{{"kind", kind}});
     EXPECT_EQ(refused.status, Status::tool_error) << kind << ": " << refused.error;
     EXPECT_FALSE(refused.destroyed.has_value()) << kind;
   }
+  // A result over one frame (~19 MB) is refused by the host and destroys the
+  // sandbox (issue 12: never a kept sandbox holding it).
+  auto wide = run("obj04", code, Value{{"kind", "wide"}});
+  EXPECT_EQ(wide.status, Status::protocol_error) << wide.error;
+  EXPECT_EQ(wide.destroyed, "protocol_error");
   auto numbers = run("obj04", code, Value{{"kind", "numbers"}});
   ASSERT_EQ(numbers.status, Status::ok) << numbers.error;
   EXPECT_EQ(numbers.value, (Value{nullptr, nullptr, nullptr, 0}));

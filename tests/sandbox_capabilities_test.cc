@@ -255,7 +255,7 @@ TEST(SandboxCapabilities, RequestsAfterTheCallEndedFailInsideTheSandbox) {
   again.args = {{"later", true}};
   auto probe = run(pool, again);
   ASSERT_EQ(probe.status, Status::ok) << probe.error;
-  EXPECT_EQ(probe.value, "invalid_request");
+  EXPECT_EQ(probe.value, "denied");  // S2: the ended call's fetch is refused
   EXPECT_TRUE(host.seen.empty());  // no frame reached the host after the call ended
 }
 
@@ -332,11 +332,25 @@ TEST(SandboxProtocol, CapabilityFramesAreExact) {
            R"({"type":"cap","id":3,"req":1,"op":"storage.drop","args":{}})",
            R"({"type":"cap","id":3,"req":1,"op":"fetch","args":[]})",
            R"({"type":"cap","id":3,"req":-1,"op":"fetch","args":{}})",
-           R"({"type":"cap","id":4,"req":1,"op":"fetch","args":{}})",
+           R"({"type":"cap","id":"4","req":1,"op":"fetch","args":{}})",
            R"({"type":"cap","id":3,"op":"fetch","args":{}})",
+           R"({"type":"cap","id":3,"req":1,"op":"fetch","args":{"n":18446744073709551615}})",  // not canonicalizable
+           R"({"type":"cap","id":3,"req":1,"op":"fetch","args":{"a":1,"a":2}})",               // duplicate name
+           R"({"type":"abort","id":3,"req":1,"op":"fetch"})",
+           R"({"type":"result","id":3,"value":18446744073709551615})",
+           R"({"type":"result","id":3,"value":1e400})",
        }) {
     EXPECT_FALSE(protocol::parse_call_reply(bad, 3).has_value()) << bad;
   }
+  // A cap or abort frame may name another call: the sandbox decides (a stale
+  // context is refused, an id it never ran is a boundary failure).
+  auto other = protocol::parse_call_reply(R"({"type":"cap","id":4,"req":1,"op":"fetch","args":{}})", 3);
+  ASSERT_TRUE(other.has_value());
+  EXPECT_EQ(other->call, 4u);
+  auto abort = protocol::parse_call_reply(R"({"type":"abort","id":3,"req":2})", 3);
+  ASSERT_TRUE(abort.has_value());
+  EXPECT_EQ(abort->kind, protocol::Frame::Kind::abort);
+  EXPECT_EQ(abort->req, 2u);
   EXPECT_EQ(protocol::encode_cap_reply(2, CapabilityReply::failure("denied", "no"), 1024),
             "{\"code\":\"denied\",\"message\":\"no\",\"req\":2,\"type\":\"cap_error\"}\n");
 }

@@ -310,12 +310,15 @@ TEST(SandboxPool, UnserializableResultIsToolError) {
   EXPECT_FALSE(ok.fresh_sandbox);
 }
 
-TEST(SandboxPool, ResultLargerThanAFrameIsToolError) {
+// Issue 12: a result over the frame limit is refused and its sandbox destroyed
+// (a boundary failure), never kept holding it.
+TEST(SandboxPool, ResultLargerThanAFrameIsABoundaryFailure) {
   RuntimeConfig config;
   config.max_frame_bytes = 1u << 20;
   Pool pool(config);
   auto out = run(pool, request(rev("big"), "() => 'x'.repeat(2 * 1024 * 1024)"));
-  EXPECT_EQ(out.status, Status::tool_error) << out.error;
+  EXPECT_EQ(out.status, Status::protocol_error) << out.error;
+  EXPECT_EQ(out.destroyed, "protocol_error");
   auto fits = run(pool, request(rev("big2"), "(a) => a.s + a.s", Value{{"s", std::string(300000, 'y')}}));
   ASSERT_EQ(fits.status, Status::ok) << fits.error;
   EXPECT_EQ(fits.value.get<std::string>().size(), 600000u);

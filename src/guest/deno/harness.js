@@ -23,11 +23,12 @@
   'use strict';
   const D = globalThis.Deno;
 
-  // --- Snapshots, taken before any tool code runs -------------------------
+  // @include common/core.js
+
+  // --- Snapshots of what only this harness uses, taken before any tool code runs
   const ReflectApply = Reflect.apply;
   const uncurry = (fn) => (self, ...args) => ReflectApply(fn, self, args);
   const stringify = JSON.stringify;
-  const parse = JSON.parse;
   const stdin = D.stdin;
   const stdout = D.stdout;
   const stderr = D.stderr;
@@ -40,12 +41,8 @@
   const decoder = new TextDecoder();
   const encode = uncurry(TextEncoder.prototype.encode);
   const decode = uncurry(TextDecoder.prototype.decode);
-  const isWellFormed = uncurry(String.prototype.isWellFormed);
-  const toWellFormed = uncurry(String.prototype.toWellFormed);
-  const stringSlice = uncurry(String.prototype.slice);
   const stringIndexOf = uncurry(String.prototype.indexOf);
   const stringReplaceAll = uncurry(String.prototype.replaceAll);
-  const charCodeAt = uncurry(String.prototype.charCodeAt);
   const bytesIndexOf = uncurry(Uint8Array.prototype.indexOf);
   const bytesSubarray = uncurry(Uint8Array.prototype.subarray);
   const bytesSet = uncurry(Uint8Array.prototype.set);
@@ -61,23 +58,8 @@
   const mapGet = uncurry(Map.prototype.get);
   const mapSet = uncurry(Map.prototype.set);
   const mapDelete = uncurry(Map.prototype.delete);
-  const mapClear = uncurry(Map.prototype.clear);
-  const ResponseCtor = Response;
-  const HeadersCtor = Headers;
-  const headersForEach = uncurry(Headers.prototype.forEach);
-  const headersHas = uncurry(Headers.prototype.has);
-  const headersSet = uncurry(Headers.prototype.set);
-  const ArrayBufferCtor = ArrayBuffer;
-  const isArrayBufferView = ArrayBuffer.isView;
   const arrayPush = uncurry(Array.prototype.push);
   const arrayJoin = uncurry(Array.prototype.join);
-  const ErrorCtor = Error;
-  const TypeErrorCtor = TypeError;
-  const BlobCtor = Blob;
-  const blobArrayBuffer = uncurry(Blob.prototype.arrayBuffer);
-  const URLSearchParamsCtor = URLSearchParams;
-  const URLCtor = URL;
-  const RequestCtor = Request;
   const encodeURIComponentFn = encodeURIComponent;
   const dynamicImport = (specifier) => import(specifier);
 
@@ -95,11 +77,9 @@
     exit(code);
   }
 
-  const utf8Length = (text) => encode(encoder, text).length;
-
   // --- Frames out (fd 1, blocking writes; nothing else writes there) -------
-  function writeFrame(text) {
-    const bytes = encode(encoder, text + '\n');
+  function writeBytes(text) {
+    const bytes = encode(encoder, text);
     let offset = 0;
     while (offset < bytes.length) {
       try {
@@ -110,39 +90,38 @@
     }
   }
 
-  // Bytes of `frame` on the wire (UTF-8, with the newline).
-  const frameBytes = (frame) => utf8Length(frame) + 1;
-
-  // Cuts `text` until `build(text)` fits in one frame; never splits a surrogate pair.
-  function fitted(text, build) {
-    let frame = build(text);
-    while (frameBytes(frame) > maxFrameBytes && text.length > 0) {
-      text = toWellFormed(stringSlice(text, 0, text.length >> 1));
-      frame = build(text);
+  // The tool's code becomes a data: module `export default (<code>\n);`, whose
+  // specifier is computed here at run time (never a literal of this module).
+  async function loadTool(code) {
+    const specifier = 'data:text/javascript,' + encodeURIComponentFn('export default (' + code + '\n);\n');
+    try {
+      return (await dynamicImport(specifier)).default;
+    } catch (e) {
+      if (e !== null && typeof e === 'object' && typeof e.message === 'string') {
+        try { e.message = stringReplaceAll(e.message, specifier, 'tool.js'); } catch { /* frozen */ }
+      }
+      throw e;
     }
-    return frame;
   }
 
-  // --- The current call ----------------------------------------------------
-  let tool = null;        // the loaded function
-  let loading = false;    // a load frame arrived; its import is in progress or done
-  let currentId = null;   // id of the call in progress, or null between calls
-  let logBytes = 0;       // log text sent for the current call, bytes
+  // --- Runtime flags are fixed before tool code runs (issue 11 item 5) ------
+  // Nothing to remove here: V8's flags are set on Deno's command line and
+  // node:v8 setFlagsFromString does not change them (the escape tests check
+  // that --allow-natives-syntax stays off); node:module register installs no
+  // hook; node:inspector and Deno's inspector need permissions a sandbox never
+  // has (N4: no --allow-sys, no --inspect). Deno has no SIGUSR1 inspector.
 
-  // Sends one log frame for the current call. Logs outside a call are dropped.
-  // Once more than maxLogBytes were sent, the rest of the call's logs are
-  // dropped; the host truncates at exactly maxLogBytes and flags it.
-  function emitLog(level, text) {
-    if (currentId === null || logBytes > maxLogBytes) return;
-    text = toWellFormed(StringCtor(text));
-    const room = maxLogBytes - logBytes + 1;
-    if (text.length > room) text = toWellFormed(stringSlice(text, 0, room));
-    const id = currentId;
-    const frame = fitted(text, (t) =>
-      '{"type":"log","id":' + id + ',"level":"' + level + '","text":' + stringify(t) + '}');
-    logBytes += utf8Length(text);
-    writeFrame(frame);
-  }
+  const core = guestCore({
+    writeBytes,
+    utf8Length: (text) => encode(encoder, text).length,
+    bytesOfText: (text) => encode(encoder, text),
+    toBase64: (bytes) => toBase64(bytes),
+    fromBase64: (text) => ReflectApply(fromBase64, Uint8ArrayCtor, [text]),
+    fatal,
+    loadTool,
+    limits: { maxFrameBytes, maxLogBytes, maxDepth },
+  });
+  const emitLog = core.emitLog;
 
   function show(value) {
     if (typeof value === 'string') return value;
@@ -257,230 +236,6 @@
   defineProperty(D, 'stdout', { value: logSink('log', 1), configurable: true, enumerable: true, writable: true });
   defineProperty(D, 'stderr', { value: logSink('error', 2), configurable: true, enumerable: true, writable: true });
 
-  // --- Serializing values ---------------------------------------------------
-  // A replacer that refuses lone surrogates: JSON.stringify would escape them,
-  // and the host (strict UTF-8) must not receive a value it cannot represent.
-  function strictReplacer(key, value) {
-    if (!isWellFormed(key)) throw new TypeErrorCtor('a member name holds a lone surrogate');
-    if (typeof value === 'string' && !isWellFormed(value)) throw new TypeErrorCtor('a string holds a lone surrogate');
-    return value;
-  }
-
-  // Deepest nesting of arrays/objects in JSON text.
-  function depthOf(text) {
-    let depth = 0, deepest = 0, inString = false;
-    for (let i = 0; i < text.length; i++) {
-      const c = charCodeAt(text, i);
-      if (inString) {
-        if (c === 0x5c) i++;               // backslash: skip the escaped char
-        else if (c === 0x22) inString = false;
-      } else if (c === 0x22) inString = true;
-      else if (c === 0x5b || c === 0x7b) { if (++depth > deepest) deepest = depth; }
-      else if (c === 0x5d || c === 0x7d) depth--;
-    }
-    return deepest;
-  }
-
-  // The whole frame for a call's outcome; a value that cannot be sent becomes an error frame.
-  function resultFrame(id, value) {
-    let text;
-    try {
-      text = stringify(value, strictReplacer);
-    } catch (e) {
-      return errorFrame(id, { name: 'TypeError', message: 'the result is not JSON-serializable: ' + describe(e).message });
-    }
-    if (text === undefined) text = 'null';  // undefined, functions, symbols
-    if (depthOf(text) > maxDepth) {
-      return errorFrame(id, { name: 'RangeError', message: 'the result nests deeper than ' + maxDepth + ' levels' });
-    }
-    const frame = '{"type":"result","id":' + id + ',"value":' + text + '}';
-    if (frameBytes(frame) > maxFrameBytes) {
-      return errorFrame(id, { name: 'RangeError', message: 'the result exceeds ' + maxFrameBytes + ' bytes' });
-    }
-    return frame;
-  }
-
-  function errorFrame(id, { name, message }) {
-    name = toWellFormed(StringCtor(name));
-    if (name.length > 200) name = toWellFormed(stringSlice(name, 0, 200));
-    return fitted(toWellFormed(StringCtor(message)), (m) =>
-      '{"type":"error","id":' + id + ',"name":' + stringify(name) + ',"message":' + stringify(m) + '}');
-  }
-
-  // {name, message} of a thrown value. Error-like objects keep their name (with
-  // a string `code` when there is one); anything else is stringified.
-  function describe(thrown) {
-    try {
-      if (thrown !== null && (typeof thrown === 'object' || typeof thrown === 'function') && 'message' in thrown) {
-        let name = typeof thrown.name === 'string' ? thrown.name : 'Error';
-        if (typeof thrown.code === 'string') name += ' [' + thrown.code + ']';
-        return { name, message: StringCtor(thrown.message) };
-      }
-      if (typeof thrown === 'string') return { name: 'Error', message: thrown };
-      let text;
-      try { text = stringify(thrown); } catch { /* BigInt, cycles */ }
-      return { name: 'Error', message: text === undefined ? StringCtor(thrown) : text };
-    } catch {
-      return { name: 'Error', message: 'a value was thrown that cannot be described' };
-    }
-  }
-
-  // --- Capabilities: the only doors out (DESIGN section 6) ---------------
-  // Each request is one "cap" frame; the host answers with "cap_result" or
-  // "cap_error" before it reads our next frame. Outside a call (a timer that
-  // fires after the tool returned) a request fails here, without a frame.
-  const pending = new MapCtor();  // req -> {resolve, reject}
-  let nextReq = 1;
-
-  function capabilityError(code, message) {
-    const e = new ErrorCtor(message);
-    defineProperty(e, 'name', { value: 'CapabilityError', configurable: true, writable: true });
-    defineProperty(e, 'code', { value: code, configurable: true, writable: true, enumerable: true });
-    return e;
-  }
-
-  function request(op, args) {
-    if (currentId === null) {
-      return PromiseCtor.reject(capabilityError('invalid_request', op + ' can be used only while the tool is being called'));
-    }
-    let text;
-    try {
-      text = stringify(args, strictReplacer);
-    } catch (e) {
-      return PromiseCtor.reject(capabilityError('invalid_request', 'the ' + op + ' request is not JSON-serializable: ' + describe(e).message));
-    }
-    const req = nextReq++;
-    const frame = '{"type":"cap","id":' + currentId + ',"req":' + req + ',"op":' + stringify(op) + ',"args":' + text + '}';
-    if (frameBytes(frame) > maxFrameBytes) {
-      return PromiseCtor.reject(capabilityError('too_large', 'the ' + op + ' request exceeds ' + maxFrameBytes + ' bytes'));
-    }
-    return new PromiseCtor((resolve, reject) => {
-      mapSet(pending, req, { resolve, reject });
-      writeFrame(frame);
-    });
-  }
-
-  function onReply(frame) {
-    const waiter = mapGet(pending, frame.req);
-    if (waiter === undefined) fatal(65, 'a capability reply for no pending request');
-    mapDelete(pending, frame.req);
-    if (frame.type === 'cap_result') waiter.resolve(frame.value);
-    else waiter.reject(capabilityError(StringCtor(frame.code), StringCtor(frame.message)));
-  }
-
-  const utf8 = (text) => encode(encoder, text);
-
-  // The request body as bytes (or null), with the content type it implies.
-  async function bodyBytes(body) {
-    if (body === undefined || body === null) return { bytes: null, type: null };
-    if (typeof body === 'string') return { bytes: utf8(body), type: 'text/plain;charset=UTF-8' };
-    if (body instanceof URLSearchParamsCtor) {
-      return { bytes: utf8(StringCtor(body)), type: 'application/x-www-form-urlencoded;charset=UTF-8' };
-    }
-    if (body instanceof ArrayBufferCtor) return { bytes: new Uint8ArrayCtor(body), type: null };
-    if (isArrayBufferView(body)) return { bytes: new Uint8ArrayCtor(body.buffer, body.byteOffset, body.byteLength), type: null };
-    if (body instanceof BlobCtor) return { bytes: new Uint8ArrayCtor(await blobArrayBuffer(body)), type: body.type || null };
-    throw new TypeErrorCtor('fetch: this body type is not supported here (use a string, bytes, Blob or URLSearchParams)');
-  }
-
-  // The global fetch and context.fetch: one function object (M2). The host
-  // decides everything (policy, grant, limits); this only carries the request.
-  async function fetch(input, init) {
-    init = init === undefined || init === null ? {} : init;
-    const isRequest = input instanceof RequestCtor;
-    const url = isRequest ? input.url : input instanceof URLCtor ? input.href : StringCtor(input);
-    const method = init.method !== undefined ? StringCtor(init.method) : isRequest ? input.method : 'GET';
-    const headers = new HeadersCtor(init.headers !== undefined ? init.headers : isRequest ? input.headers : undefined);
-    let body = init.body;
-    if (body === undefined && isRequest && input.body !== null) body = new Uint8ArrayCtor(await input.arrayBuffer());
-    const signal = init.signal !== undefined ? init.signal : isRequest ? input.signal : undefined;
-    if (signal && signal.aborted) throw signal.reason;
-    const { bytes, type } = await bodyBytes(body);
-    if (type !== null && !headersHas(headers, 'content-type')) headersSet(headers, 'content-type', type);
-    const list = [];
-    headersForEach(headers, (value, name) => { arrayPush(list, [name, value]); });
-    const reply = await request('fetch', { url, method, headers: list, body: bytes === null ? null : toBase64(bytes) });
-    const nullBody = reply.status === 204 || reply.status === 205 || reply.status === 304 || method === 'HEAD';
-    const response = new ResponseCtor(nullBody ? null : ReflectApply(fromBase64, Uint8ArrayCtor, [reply.body]), {
-      status: reply.status, statusText: reply.statusText, headers: reply.headers,
-    });
-    defineProperty(response, 'url', { value: reply.url, configurable: true });
-    return response;
-  }
-
-  const context = freeze({
-    fetch,
-    createSubtasksResult: (drafts) => request('createSubtasksResult', { drafts }),
-    resolveInvocation: (name) => request('resolveInvocation', { name: StringCtor(name) }),
-    storage: freeze({
-      get: (key) => request('storage.get', { key: StringCtor(key) }),
-      set: (key, value) => request('storage.set', { key: StringCtor(key), value: value === undefined ? null : value }),
-      delete: (key) => request('storage.delete', { key: StringCtor(key) }),
-      list: (prefix) => request('storage.list', { prefix: prefix === undefined ? '' : StringCtor(prefix) }),
-    }),
-  });
-  defineProperty(globalThis, 'fetch', { value: fetch, configurable: true, enumerable: true, writable: true });
-
-  // --- Host frames in ------------------------------------------------------
-  // The tool's code becomes a data: module `export default (<code>\n);`, whose
-  // specifier is computed here at run time (never a literal of this module).
-  async function load(code) {
-    const specifier = 'data:text/javascript,' + encodeURIComponentFn('export default (' + code + '\n);\n');
-    let fn;
-    try {
-      fn = (await dynamicImport(specifier)).default;
-    } catch (e) {
-      const { name, message } = describe(e);
-      return sendLoadError(name + ': ' + stringReplaceAll(StringCtor(message), specifier, 'tool.js'));
-    }
-    if (typeof fn !== 'function') {
-      return sendLoadError('the tool code must be a function expression, not ' + (fn === null ? 'null' : typeof fn));
-    }
-    tool = fn;
-    writeFrame('{"type":"ready"}');
-  }
-
-  function sendLoadError(message) {
-    writeFrame(fitted(toWellFormed(message), (m) => '{"type":"load_error","message":' + stringify(m) + '}'));
-  }
-
-  async function call(id, args) {
-    currentId = id;
-    logBytes = 0;
-    nextReq = 1;
-    mapClear(pending);  // requests a previous call left unanswered never will be
-    let frame;
-    try {
-      const value = await ReflectApply(tool, undefined, [args, context]);
-      frame = resultFrame(id, value);  // toJSON and getters still log into this call
-    } catch (e) {
-      frame = errorFrame(id, describe(e));
-    }
-    currentId = null;
-    writeFrame(frame);
-  }
-
-  function onLine(line) {
-    let frame;
-    try { frame = parse(line); } catch { fatal(65, 'malformed host frame'); }
-    if (frame === null || typeof frame !== 'object') fatal(65, 'malformed host frame');
-    if (frame.type === 'load' && typeof frame.code === 'string' && !loading) {
-      loading = true;
-      load(frame.code);
-      return;
-    }
-    if ((frame.type === 'cap_result' || frame.type === 'cap_error') && currentId !== null &&
-        typeof frame.req === 'number') {
-      return onReply(frame);
-    }
-    if (frame.type === 'call' && tool !== null && currentId === null &&
-        typeof frame.id === 'number' && frame.id > 0 && frame.id % 1 === 0 && 'args' in frame) {
-      call(frame.id, frame.args);
-      return;
-    }
-    fatal(65, 'unexpected host frame');
-  }
-
   // Newline-delimited frames with our own bounded buffer.
   function concat(parts, total) {
     const whole = new Uint8ArrayCtor(total);
@@ -513,7 +268,7 @@
           line = decode(decoder, part);
         }
         start = newline + 1;
-        onLine(line);
+        core.onLine(line);
       }
       if (start < bytes.length) {
         heldBytes += bytes.length - start;

@@ -30,7 +30,7 @@ bool mentions(std::string_view text) {
 // Every piece of guest code compiled into the host (src/guest/), by name.
 // A new runtime's harness is added here.
 std::vector<std::pair<std::string, std::string_view>> embedded_guest_code() {
-  return {{"src/guest/node/bootstrap.js", guest::node_bootstrap()}};
+  return {{"src/guest/node/bootstrap.js", guest::node_bootstrap()}, {"src/guest/deno/harness.js", guest::deno_harness()}};
 }
 
 Outcome never_loads_pyodide(Env&) {

@@ -105,6 +105,51 @@ Outcome serialized_separate_contexts(Env& env) {
   return pass("16 concurrent calls ran one at a time, each with its own logs and a frozen context");
 }
 
+// S2 (issue 12 item 1): a context saved by an ended call is refused inside
+// the sandbox, and a frame forged on fd 1 naming that call is refused by the
+// host: never handled, recorded against the ended call only.
+Outcome stale_context_refused(Env& env) {
+  struct Recorder : sandbox::Capabilities {
+    sandbox::CapabilityReply handle(std::string_view, sandbox::CapabilityOp op, const Value& args,
+                                    const sandbox::CancelToken&, std::chrono::steady_clock::time_point) override {
+      handled.push_back(std::string(sandbox::capability_op_name(op)) + " " + args.dump());
+      return sandbox::CapabilityReply::success(Value());
+    }
+    void refused_stale(std::string_view, sandbox::CapabilityOp op, const Value&, std::string_view ended) override {
+      stale.push_back(std::string(sandbox::capability_op_name(op)) + " " + std::string(ended));
+    }
+    std::vector<std::string> handled, stale;
+  } host;
+  const std::string code = R"(async ({input}, context) => {
+      if (input === 'save') { globalThis.saved = context; return 'saved'; }
+      let message = '', code = '';
+      try { await globalThis.saved.storage.set('k', 1); } catch (e) { message = e.message; code = e.code; }
+      const ended = Number(/call (\d+)/.exec(message)[1]);
+      require('fs').writeSync(1, JSON.stringify({ type: 'cap', id: ended, req: 1, op: 'storage.set',
+                                                  args: { key: 'forged', value: 1 } }) + '\n');
+      await new Promise((r) => setTimeout(r, 300));
+      return { code, aborted: globalThis.saved.signal.aborted };
+    })";
+  auto first = request(rev("stale"), code, {{"input", "save"}});
+  first.capabilities = &host;
+  first.attribution = "call-one";
+  auto second = request(rev("stale"), code, {{"input", "use"}});
+  second.capabilities = &host;
+  second.attribution = "call-two";
+  auto one = env.call(first);
+  (void)ok_value(one, "the saving call");
+  auto two = env.call(second);
+  Value v = ok_value(two, "the call using the saved context");
+  expect(v["code"] == "denied", "the saved context was not refused inside the sandbox: " + v.dump());
+  expect(v["aborted"] == true, "the ended call's context.signal did not abort");
+  expect(host.handled.empty(), "the host handled a request of an ended call: " +
+                                   (host.handled.empty() ? std::string() : host.handled.front()));
+  expect(host.stale.size() == 1 && host.stale[0] == "storage.set call-one",
+         "the forged request of the ended call was not recorded against that call");
+  return pass("a saved context is refused in the sandbox; a forged frame of the ended call is refused by the "
+              "host and recorded against that call");
+}
+
 Outcome timeout_destroys(Env& env) {
   const std::string code = "(a) => { if (a.input === 'spin') for (;;) {} return 'ok'; }";
   ok_value(env.call(request(rev("loop"), code)), "the first call");
@@ -316,6 +361,8 @@ void add_sandbox_checks(Registry& r) {
           retained_per_revision});
   add(r, {"S2", "calls_serialized_with_own_context", "concurrent calls run one at a time, each with its own logs",
           serialized_separate_contexts});
+  add(r, {"S2", "stale_context_refused", "a saved context of an ended call is refused by sandbox and host",
+          stale_context_refused});
   add(r, {"S4", "timeout_destroys_sandbox", "a call past its timeout kills the sandbox; the next is fresh",
           timeout_destroys});
   add(r, {"S4", "boundary_failure_destroys_sandbox", "a forged frame or an exit mid-call destroys the sandbox",

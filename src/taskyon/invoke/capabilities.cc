@@ -2,6 +2,8 @@
 
 #include <openssl/evp.h>
 
+#include <mutex>
+
 #include <fmt/format.h>
 
 #include "taskyon/store/audit.h"
@@ -18,6 +20,12 @@ using sandbox::CapabilityOp;
 using sandbox::CapabilityReply;
 
 namespace {
+
+// handle() may run for a request the tool aborted while the next one runs
+// (sandbox/capability_runner.h): every use of the store here (a SQLite
+// connection opened NOMUTEX) and of the call's subtasks is under this lock;
+// the transfer itself is not.
+std::mutex store_mu;
 
 CapabilityReply invalid(std::string message) { return CapabilityReply::failure("invalid_request", std::move(message)); }
 
@@ -92,12 +100,14 @@ CapabilityReply HostCapabilities::handle(std::string_view revision, CapabilityOp
   // M3: the pool hands us the revision bound to the channel. It must be the
   // one this context was made for; anything else is a host bug, refused.
   if (revision != revision_) {
+    std::lock_guard lock(store_mu);
     audit(std::string(sandbox::capability_op_name(op)), "", "", false,
           fmt::format("the channel's revision {} is not the call's {}", revision, revision_));
     return CapabilityReply::failure("denied", "this capability context belongs to another revision");
   }
+  if (op == CapabilityOp::fetch) return fetch(args, cancel, deadline);  // locks around its store uses
+  std::lock_guard lock(store_mu);
   switch (op) {
-    case CapabilityOp::fetch: return fetch(args, cancel, deadline);
     case CapabilityOp::create_subtasks_result: return create_subtasks(args);
     case CapabilityOp::resolve_invocation: return resolve_invocation(args);
     default: return storage(op, args);
@@ -115,6 +125,33 @@ HostCapabilities::~HostCapabilities() {
                              "(at most {} rows per call)",
                              unrecorded_refused_, unrecorded_allowed_, kMaxAuditRowsPerCall);
   entry.task = call_.id;
+  std::lock_guard lock(store_mu);
+  (void)store::append_audit(store_, std::move(entry));
+}
+
+void HostCapabilities::refused_stale(std::string_view revision, CapabilityOp op, const json::Value& args,
+                                     std::string_view ended) {
+  std::lock_guard lock(store_mu);  // audit() and the row counters are used under it
+  // Counted against the current call's row cap: stale frames arrive during it.
+  if (audit_rows_ >= kMaxAuditRowsPerCall) {
+    ++unrecorded_refused_;
+    return;
+  }
+  ++audit_rows_;
+  std::string target;
+  for (const char* member : {"url", "key", "name", "prefix"}) {
+    if (args.is_object() && args.contains(member) && args[member].is_string()) {
+      target = args[member].get<std::string>().substr(0, 200);
+      break;
+    }
+  }
+  store::AuditEntry entry;
+  entry.revision = std::string(revision);
+  entry.capability = std::string(sandbox::capability_op_name(op));
+  entry.target = std::move(target);
+  entry.verdict = capability::Verdict::deny;
+  entry.reason = "S2: a request from a call that had ended (a saved context or a timer), refused";
+  if (!ended.empty()) entry.task = std::string(ended);
   (void)store::append_audit(store_, std::move(entry));
 }
 
@@ -167,6 +204,7 @@ CapabilityReply HostCapabilities::fetch(const json::Value& args, const sandbox::
   context.cancelled = &cancel.flag();
   context.deadline = deadline;
   context.grant = [&](std::string_view origin, capability::Access access) -> std::optional<capability::FetchLimits> {
+    std::lock_guard lock(store_mu);
     auto granted = store::fetch_grant_for(store_, revision_, origin, access);
     if (granted && *granted) return limits_of(**granted);
     if (!granted || !options_.ask) return std::nullopt;
@@ -177,11 +215,13 @@ CapabilityReply HostCapabilities::fetch(const json::Value& args, const sandbox::
     return capability::FetchLimits{};
   };
   context.secret = [&](std::string_view origin, std::string_view name) -> std::optional<std::string> {
+    std::lock_guard lock(store_mu);
     auto value = store::secret_for(store_, revision_, origin, name);
     return value ? *value : std::nullopt;
   };
 
   capability::FetchResult result = capability::fetch(request, context);
+  std::lock_guard lock(store_mu);
   const auto& decision = result.decision;
   const std::string target = decision.origin.empty() ? request.url.substr(0, 200) : decision.origin;
   const std::string access =

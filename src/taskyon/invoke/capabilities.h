@@ -70,6 +70,12 @@ class HostCapabilities final : public sandbox::Capabilities {
                                   const sandbox::CancelToken& cancel,
                                   std::chrono::steady_clock::time_point deadline) override;
 
+  // A request of an ended call of the same sandbox (S2): refused by the pool,
+  // audited here as a deny under that ended call's task (`ended`), never this
+  // call's; its target is the op's own (url, key, name), nothing is done.
+  void refused_stale(std::string_view revision, sandbox::CapabilityOp op, const json::Value& args,
+                     std::string_view ended) override;
+
   // The subtasks compiled during the call, in order (to store after it).
   const std::vector<tasks::Task>& subtasks() const { return subtasks_; }
 

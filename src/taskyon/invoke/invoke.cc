@@ -122,7 +122,8 @@ sandbox::CallOutcome call_https_service(const std::string& revision, const regis
 
 // Dispatches on the execution class (DESIGN §3).
 Result<sandbox::CallOutcome> execute(const tasks::ResolvedTool& tool, const json::Value& args, sandbox::Pool& pool,
-                                     const Options& options, sandbox::Capabilities* capabilities) {
+                                     const Options& options, sandbox::Capabilities* capabilities,
+                                     const std::string& call_id) {
   const auto& m = tool.manifest;
   switch (m.execution) {
     case registry::Execution::sandboxed_code: {
@@ -133,6 +134,7 @@ Result<sandbox::CallOutcome> execute(const tasks::ResolvedTool& tool, const json
       request.mode = options.mode;
       request.capabilities = capabilities;
       request.cancel = options.cancel;
+      request.attribution = call_id;
       return pool.call(request);
     }
     case registry::Execution::trusted_native: {
@@ -170,12 +172,30 @@ Result<Invocation> run_call(store::Store& store, sandbox::Pool& pool, const task
   if (!tool) return std::unexpected(tool.error());
   HostCapabilities capabilities(store, call, std::move(lineage), tool->revision, tool->manifest.name,
                                 options.capabilities);
-  auto outcome = execute(*tool, call.content["functionCall"]["arguments"], pool, options, &capabilities);
+  auto outcome = execute(*tool, call.content["functionCall"]["arguments"], pool, options, &capabilities, call.id);
   if (!outcome) return std::unexpected(outcome.error());
 
   Invocation inv{call, {}, capabilities.subtasks(), std::move(*tool), std::move(*outcome)};
+  // Nothing vanishes (issue 12 item 6): a result the store cannot hash (a
+  // value json::canonicalize refuses, from a native or an MCP server; the
+  // sandbox protocol refuses those at the frame) becomes the call's error.
+  if (inv.outcome.status == sandbox::Status::ok) {
+    if (auto canonical = json::canonicalize(inv.outcome.value); !canonical) {
+      inv.outcome.status = sandbox::Status::tool_error;
+      inv.outcome.error = "the result cannot be stored: " + canonical.error().describe();
+      inv.outcome.value = json::Value();
+    }
+  }
   inv.call.state = state_after(inv.outcome.status);
   auto result = result_task(inv.call, inv.outcome);
+  if (!result) {
+    // The logs or the error text could not be hashed either: keep the error alone.
+    inv.outcome.logs.clear();
+    inv.outcome.status = inv.outcome.status == sandbox::Status::ok ? sandbox::Status::tool_error : inv.outcome.status;
+    inv.outcome.error = "the call's outcome cannot be stored: " + result.error().describe();
+    inv.call.state = tasks::State::error;
+    result = result_task(inv.call, inv.outcome);
+  }
   if (!result) return std::unexpected(result.error());
   inv.result = std::move(*result);
   std::vector<tasks::Task> batch{inv.call};

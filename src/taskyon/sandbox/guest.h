@@ -6,10 +6,11 @@
 
 namespace taskyon::guest {
 
-// The Node harness, src/guest/node/bootstrap.js, byte for byte (UTF-8 text).
+// The Node harness, src/guest/node/bootstrap.js with the shared guest core
+// (src/guest/common/core.js) inserted at its `// @include` line (UTF-8 text).
 std::string_view node_bootstrap();
 
-// The Deno harness, src/guest/deno/harness.js, byte for byte (UTF-8 text).
+// The Deno harness, src/guest/deno/harness.js, likewise with the guest core.
 std::string_view deno_harness();
 
 }  // namespace taskyon::guest

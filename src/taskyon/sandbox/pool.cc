@@ -200,7 +200,7 @@ struct Pool::Impl {
         return outcome;
       }
     }
-    CallOutcome called = sandbox.call(id, call_frame, deadline, request.capabilities, request.cancel);
+    CallOutcome called = sandbox.call(id, call_frame, deadline, request.capabilities, request.cancel, request.attribution);
     called.fresh_sandbox = fresh;
     if (std::string reason = failure_reason(called.status); !reason.empty()) called.destroyed = std::move(reason);
     return called;

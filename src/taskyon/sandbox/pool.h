@@ -13,16 +13,23 @@
 //   host  -> child  {"type":"call","id":N,"args":VALUE}
 //   child -> host   {"type":"log","id":N,"level":L,"text":STRING}   (0..n)
 //   child -> host   {"type":"cap","id":N,"req":R,"op":OP,"args":OBJECT}      (0..n, see below)
+//   child -> host   {"type":"abort","id":N,"req":R}       (the tool's AbortSignal fired for R)
 //   host  -> child  {"type":"cap_result","req":R,"value":VALUE}
 //                 | {"type":"cap_error","req":R,"code":CODE,"message":STRING}
 //   child -> host   {"type":"result","id":N,"value":VALUE}
 //                 | {"type":"error","id":N,"name":STRING,"message":STRING}
 // Capability requests (DESIGN §6) are the only doors out: OP is one of
-// capability_op_name(); R counts 1, 2, 3… within a call. The host answers each
-// before it reads the next frame. Any other frame, op, field, id, or a
-// malformed/oversized line is a runtime-boundary failure (M1): the sandbox is
-// destroyed. The revision that owns a sandbox is bound to its pipes by the
-// host; nothing a frame says about identity is read (M3).
+// capability_op_name(); R counts 1, 2, 3… over the sandbox's life. The host
+// answers each exactly once, one at a time in order, and keeps reading frames
+// while one runs, so an "abort" frame cancels the running request at once (or
+// a queued one before it starts); the call's deadline bounds them all. A cap
+// frame naming an earlier call of this sandbox (a saved context, S2) is
+// refused ("denied"), audited under that earlier call through
+// Capabilities::refused_stale, never under the current one. Any other frame,
+// op, field, id, a value json::canonicalize refuses, or a malformed/oversized
+// line is a runtime-boundary failure (M1): the sandbox is destroyed. The
+// revision that owns a sandbox is bound to its pipes by the host; nothing a
+// frame says about identity is read (M3).
 #pragma once
 
 #include <atomic>
@@ -120,14 +127,25 @@ class CancelToken {
 };
 
 // The capability context of one call (S2: every call has its own). handle()
-// runs on the calling thread while the call waits; it must respect `deadline`
-// and `cancel`. `revision` is the revision bound to the sandbox's channel by
-// the host (M3), never anything the tool said.
+// runs on a helper thread of the pool while the calling thread keeps reading
+// the sandbox's frames, one request at a time (never two at once); it must
+// respect `deadline` (the call's) and `cancel` (fired when the tool aborts
+// this request, or the call ends, times out or is cancelled). `revision` is
+// the revision bound to the sandbox's channel by the host (M3), never anything
+// the tool said.
 class Capabilities {
  public:
   virtual ~Capabilities() = default;
   virtual CapabilityReply handle(std::string_view revision, CapabilityOp op, const json::Value& args,
                                  const CancelToken& cancel, std::chrono::steady_clock::time_point deadline) = 0;
+  // A request that names an earlier, ended call of the same sandbox arrived
+  // during this call: the pool refused it (S2). This records the refusal,
+  // attributed to that ended call (`ended`: its CallRequest::attribution),
+  // never to this one. Runs where handle() runs, in turn with it; must not act on `args`.
+  virtual void refused_stale(std::string_view revision, CapabilityOp op, const json::Value& args,
+                             std::string_view ended) {
+    (void)revision, (void)op, (void)args, (void)ended;
+  }
 };
 
 enum class Mode {
@@ -143,6 +161,8 @@ struct CallRequest {
   Mode mode = Mode::retained;
   Capabilities* capabilities = nullptr;  // borrowed for the call; null: every request is "denied"
   CancelToken cancel;                    // fire it to abort the call: the sandbox is destroyed
+  std::string attribution = {};          // who this call is (its task id), handed to refused_stale()
+                                         // when a request of it arrives during a later call
 };
 
 struct LogEntry {

@@ -50,8 +50,13 @@ std::expected<json::Value, Violation> parse_object(std::string_view line) {
   if (depth_of(line, kMaxDepth) > kMaxDepth) {
     return violation(fmt::format("a frame nests deeper than {} levels", kMaxDepth));
   }
-  json::Value frame = json::Value::parse(line.begin(), line.end(), nullptr, /*allow_exceptions=*/false);
-  if (frame.is_discarded()) return violation("a frame is not valid JSON");
+  // json::parse (json.h) is the strict parser every stored value goes
+  // through: duplicate names, invalid UTF-8 and numbers that RFC 8785 cannot
+  // write back unchanged (18446744073709551615, 1e400) are refused here, so
+  // whatever a frame carries can be canonicalized and hashed (issue 12 item 6).
+  auto parsed = json::parse(line, json::ParseLimits{.max_depth = kMaxDepth, .max_bytes = line.size() + 1});
+  if (!parsed) return violation("a frame is not strict, canonicalizable JSON: " + parsed.error().message.substr(0, 200));
+  json::Value frame = std::move(*parsed);
   if (!frame.is_object()) return violation("a frame is not a JSON object");
   auto type = frame.find("type");
   if (type == frame.end() || !type->is_string()) return violation("a frame has no string \"type\"");
@@ -145,6 +150,11 @@ std::expected<Frame, Violation> parse_call_reply(std::string_view line, std::uin
     if (!id_matches()) return violation("a \"result\" frame names another call id");
     Frame out = make_frame(Frame::Kind::result);
     out.value = std::move(frame->at("value"));
+    // What the host stores is hashed: a value canonicalize() refuses is a
+    // boundary failure here, never a call that cannot be stored.
+    if (auto canonical = json::canonicalize(out.value); !canonical) {
+      return violation("a \"result\" value cannot be canonicalized: " + canonical.error().message.substr(0, 200));
+    }
     return out;
   }
   if (type == "error") {
@@ -163,14 +173,25 @@ std::expected<Frame, Violation> parse_call_reply(std::string_view line, std::uin
         !frame->at("args").is_object() || !frame->at("req").is_number_unsigned()) {
       return violation("a \"cap\" frame must be exactly {type, id, req: unsigned, op: string, args: object}");
     }
-    if (!id_matches()) return violation("a \"cap\" frame names another call id");
+    if (!frame->at("id").is_number_unsigned()) return violation("a \"cap\" frame's id is not an unsigned integer");
     const std::string& name = frame->at("op").get_ref<const std::string&>();
     auto op = capability_op(name);
     if (!op) return violation(fmt::format("unknown capability \"{}\": there is no generic RPC", name.substr(0, 40)));
     Frame out = make_frame(Frame::Kind::cap);
     out.op = *op;
+    out.call = frame->at("id").get<std::uint64_t>();
     out.req = frame->at("req").get<std::uint64_t>();
     out.value = std::move(frame->at("args"));
+    return out;
+  }
+  if (type == "abort") {
+    if (!has_exactly(*frame, {"type", "id", "req"}) || !frame->at("id").is_number_unsigned() ||
+        !frame->at("req").is_number_unsigned()) {
+      return violation("an \"abort\" frame must be exactly {type, id: unsigned, req: unsigned}");
+    }
+    Frame out = make_frame(Frame::Kind::abort);
+    out.call = frame->at("id").get<std::uint64_t>();
+    out.req = frame->at("req").get<std::uint64_t>();
     return out;
   }
   return violation(fmt::format("unexpected frame type \"{}\" during a call", type.substr(0, 40)));

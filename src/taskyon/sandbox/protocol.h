@@ -38,13 +38,14 @@ struct Violation {
 };
 
 struct Frame {
-  enum class Kind { ready, load_error, log, result, error, cap };
+  enum class Kind { ready, load_error, log, result, error, cap, abort };
   Kind kind = Kind::ready;
   std::string level;    // log: "log" | "info" | "warn" | "error" | "debug"
   std::string text;     // log: the text; load_error and error: the message
   std::string name;     // error: the thrown value's name, e.g. "TypeError"
   json::Value value;    // result; cap: the request's args (an object)
-  std::uint64_t req = 0;           // cap: the request number
+  std::uint64_t req = 0;           // cap, abort: the request number
+  std::uint64_t call = 0;          // cap, abort: the call id the frame names (the sandbox checks it)
   CapabilityOp op = CapabilityOp::fetch;  // cap
 };
 
@@ -55,9 +56,14 @@ std::expected<Frame, Violation> parse_load_reply(std::string_view line);
 //   {"type":"log","id":ID,"level":LEVEL,"text":STRING}
 //   {"type":"result","id":ID,"value":VALUE}
 //   {"type":"error","id":ID,"name":STRING,"message":STRING}
-//   {"type":"cap","id":ID,"req":R,"op":OP,"args":OBJECT}   OP: capability_op_name()
-// with ID the unsigned integer `id` and R an unsigned integer. Anything else
-// (an unknown op included: there is no generic RPC, M1) is a Violation.
+//   {"type":"cap","id":C,"req":R,"op":OP,"args":OBJECT}   OP: capability_op_name()
+//   {"type":"abort","id":C,"req":R}                        the tool's AbortSignal fired for R
+// with ID the unsigned integer `id` and C, R unsigned integers: a cap or abort
+// frame may name an earlier call (Frame::call), which the sandbox refuses as a
+// stale context (S2). Lines are parsed by json::parse, so every accepted value
+// can be canonicalized (a result value is checked with json::canonicalize
+// too). Anything else (an unknown op included: there is no generic RPC, M1) is
+// a Violation.
 std::expected<Frame, Violation> parse_call_reply(std::string_view line, std::uint64_t id);
 
 // {"type":"cap_result","req":R,"value":VALUE}\n or, for a failed reply,

@@ -17,6 +17,7 @@
 
 #include <fmt/format.h>
 
+#include "taskyon/sandbox/capability_runner.h"
 #include "taskyon/sandbox/guest.h"
 #include "taskyon/sandbox/runtime.h"
 #include "taskyon/sandbox/workdir.h"
@@ -238,9 +239,9 @@ std::optional<std::string> Sandbox::killed_reason() const {
 // frame is refused. on_line(std::string line, std::string& out) ->
 // std::expected<bool, protocol::Violation>: true for the terminal frame; it may
 // append frames to `out` (capability replies), which are written in order.
-template <typename OnLine>
+template <typename OnLine, typename OnExtra>
 Sandbox::Ended Sandbox::exchange(std::string out, Deadline deadline, const CancelToken& cancel, OnLine&& on_line,
-                                 LogBook& logs) {
+                                 LogBook& logs, int extra_fd, OnExtra&& on_extra) {
   std::string chunk(kChunk, '\0');
   std::size_t sent = 0;
   bool stdin_open = true;
@@ -291,7 +292,7 @@ Sandbox::Ended Sandbox::exchange(std::string out, Deadline deadline, const Cance
     if (cancel.cancelled()) return finish(Ended{End::cancelled, {}});
     const auto now = Clock::now();
     if (now >= deadline) return finish(Ended{End::timeout, {}});
-    pollfd fds[5];
+    pollfd fds[6];
     int count = 0;
     const int out_at = count;
     fds[count++] = {child_->stdout_fd(), POLLIN, 0};
@@ -302,6 +303,8 @@ Sandbox::Ended Sandbox::exchange(std::string out, Deadline deadline, const Cance
     const int pid_at = child_->pidfd() >= 0 ? count : -1;
     if (pid_at >= 0) fds[count++] = {child_->pidfd(), POLLIN, 0};
     if (cancel.fd() >= 0) fds[count++] = {cancel.fd(), POLLIN, 0};  // wakes the poll; checked above
+    const int extra_at = extra_fd >= 0 ? count : -1;
+    if (extra_at >= 0) fds[count++] = {extra_fd, POLLIN, 0};
     const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - now).count();
     const int ready = ::poll(fds, static_cast<nfds_t>(count), static_cast<int>(std::min<long long>(left, INT_MAX)));
     if (ready < 0) {
@@ -326,6 +329,7 @@ Sandbox::Ended Sandbox::exchange(std::string out, Deadline deadline, const Cance
         }
       }
     }
+    if (extra_at >= 0 && fds[extra_at].revents != 0) on_extra(out);  // may append frames to `out`
     if (err_at >= 0 && fds[err_at].revents != 0) read_stderr(1);
     if (fds[out_at].revents != 0) {
       if (auto ended = read_stdout(1)) return finish(std::move(*ended));
@@ -358,7 +362,7 @@ Sandbox::Loaded Sandbox::load(std::string_view load_frame, Deadline deadline, co
     }
     return true;
   };
-  Ended ended = exchange(std::string(load_frame), deadline, cancel, on_line, logs);
+  Ended ended = exchange(std::string(load_frame), deadline, cancel, on_line, logs, -1, [](std::string&) {});
   loaded.logs = std::move(logs.entries);
   switch (ended.how) {
     case End::done:
@@ -399,27 +403,45 @@ Sandbox::Loaded Sandbox::load(std::string_view load_frame, Deadline deadline, co
 }
 
 CallOutcome Sandbox::call(std::uint64_t id, std::string_view call_frame, Deadline deadline, Capabilities* capabilities,
-                          const CancelToken& cancel) {
+                          const CancelToken& cancel, std::string_view attribution) {
   CallOutcome outcome;
   LogBook logs(max_log_bytes_);
-  std::uint64_t last_req = 0;
+  CapabilityRunner runner(revision_, capabilities, deadline);
   auto on_line = [&](std::string line, std::string& out) -> std::expected<bool, protocol::Violation> {
     auto frame = protocol::parse_call_reply(line, id);
     if (!frame) return std::unexpected(std::move(frame.error()));
     switch (frame->kind) {
       case protocol::Frame::Kind::cap: {
-        if (frame->req != last_req + 1) {
+        if (frame->req != last_req_ + 1) {
           return std::unexpected(protocol::Violation{
-              fmt::format("a \"cap\" frame has request number {} where {} was due", frame->req, last_req + 1)});
+              fmt::format("a \"cap\" frame has request number {} where {} was due", frame->req, last_req_ + 1)});
         }
-        last_req = frame->req;
-        CapabilityReply reply =
-            capabilities ? capabilities->handle(revision_, frame->op, frame->value, cancel, deadline)
-                         : CapabilityReply::failure("denied", fmt::format("this host grants no capabilities to "
-                                                                          "this call ({} refused)",
-                                                                          capability_op_name(frame->op)));
-        out += protocol::encode_cap_reply(frame->req, reply, max_frame_bytes_);
+        last_req_ = frame->req;
+        if (frame->call != id) {
+          // S2: a context of an ended call of this sandbox (saved, or used from
+          // a timer) is refused and recorded under that call; a call id this
+          // sandbox never ran is a forged frame.
+          auto past = std::find_if(past_calls_.begin(), past_calls_.end(),
+                                   [&](const auto& p) { return p.first == frame->call; });
+          if (past == past_calls_.end()) {
+            return std::unexpected(protocol::Violation{
+                fmt::format("a \"cap\" frame names call {}, which this sandbox is not running and never ran",
+                            frame->call)});
+          }
+          runner.enqueue_stale(frame->req, frame->op, std::move(frame->value), frame->call, past->second, out,
+                               max_frame_bytes_);
+          return false;
+        }
+        runner.enqueue(frame->req, frame->op, std::move(frame->value), out, max_frame_bytes_);
         return false;
+      }
+      case protocol::Frame::Kind::abort: {
+        if (frame->req > last_req_) {
+          return std::unexpected(protocol::Violation{
+              fmt::format("an \"abort\" frame names request {}, which was never made", frame->req)});
+        }
+        if (frame->call == id) runner.abort(frame->req, out, max_frame_bytes_);
+        return false;  // an abort of an ended call's request: that request ended with its call
       }
       case protocol::Frame::Kind::log:
         logs.add(std::move(frame->level), std::move(frame->text));
@@ -434,7 +456,8 @@ CallOutcome Sandbox::call(std::uint64_t id, std::string_view call_frame, Deadlin
         return true;
     }
   };
-  Ended ended = exchange(std::string(call_frame), deadline, cancel, on_line, logs);
+  auto on_done = [&](std::string& out) { runner.collect(out, max_frame_bytes_); };
+  Ended ended = exchange(std::string(call_frame), deadline, cancel, on_line, logs, runner.fd(), on_done);
   switch (ended.how) {
     case End::done:
       break;
@@ -458,6 +481,11 @@ CallOutcome Sandbox::call(std::uint64_t id, std::string_view call_frame, Deadlin
       outcome.error = closed_message("during the call");
       break;
   }
+  // Whatever the host still does for this call stops now (its request is
+  // cancelled, queued ones dropped); nothing outlives the call.
+  runner.stop();
+  past_calls_.emplace_back(id, std::string(attribution));
+  if (past_calls_.size() > kPastCalls) past_calls_.pop_front();
   outcome.logs = std::move(logs.entries);
   outcome.logs_truncated = logs.truncated;
   return outcome;

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -92,8 +93,12 @@ class Sandbox {
   // `capabilities` (null: each is "denied") with this sandbox's revision as the
   // identity (M3). Fills status, value, error, logs and logs_truncated; on
   // timeout or cancellation the child is already killed.
+  // Capability requests run through a CapabilityRunner (capability_runner.h)
+  // while frames keep being read; a cap frame naming one of the last
+  // kPastCalls calls of this sandbox is refused (S2) and handed to
+  // capabilities->refused_stale with that call's `attribution`.
   CallOutcome call(std::uint64_t id, std::string_view call_frame, Deadline deadline, Capabilities* capabilities,
-                   const CancelToken& cancel);
+                   const CancelToken& cancel, std::string_view attribution = {});
 
   // Between calls: why this sandbox must not take another call ("crashed":
   // the child is gone or closed fd 1; "protocol_error": it wrote to fd 1
@@ -123,8 +128,9 @@ class Sandbox {
     End how;
     std::string message;  // violation: what was wrong
   };
-  template <typename OnLine>
-  Ended exchange(std::string out, Deadline deadline, const CancelToken& cancel, OnLine&& on_line, LogBook& logs);
+  template <typename OnLine, typename OnExtra>
+  Ended exchange(std::string out, Deadline deadline, const CancelToken& cancel, OnLine&& on_line, LogBook& logs,
+                 int extra_fd, OnExtra&& on_extra);
   std::string closed_message(std::string_view during);
 
   std::unique_ptr<Child> child_;
@@ -136,6 +142,9 @@ class Sandbox {
   std::size_t max_log_bytes_;
   protocol::LineReader reader_;
   bool stderr_open_ = true;
+  std::uint64_t last_req_ = 0;  // the last capability request number seen (they count 1, 2, 3… per sandbox)
+  static constexpr std::size_t kPastCalls = 64;
+  std::deque<std::pair<std::uint64_t, std::string>> past_calls_;  // (call id, attribution), oldest first
   mutable std::mutex kill_mu_;
   std::optional<std::string> killed_reason_;
 };

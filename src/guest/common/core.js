@@ -1,0 +1,372 @@
+  // --- The guest core, shared by the Node and Deno harnesses ----------------
+  // src/guest/common/core.js, inserted by cmake/embed_file.cmake where a
+  // harness says `// @include common/core.js`, inside the harness's own
+  // function scope: nothing here becomes a global. It holds everything the two
+  // runtimes do alike: frames out, logs, serializing results, describing
+  // thrown values, the capability client, one fresh `context` per call, and
+  // the host frames in. A harness calls guestCore(io) once, before any tool
+  // code runs, with what differs per runtime:
+  //   io.writeBytes(text)        writes `text` (one frame with its '\n') to fd 1, blocking
+  //   io.utf8Length(text)        UTF-8 bytes of `text`
+  //   io.bytesOfText(text)       `text` as UTF-8 bytes (Uint8Array)
+  //   io.toBase64(bytes) / io.fromBase64(text)
+  //   io.fatal(code, message)    a message on fd 2 and exit(code); never returns
+  //   io.loadTool(code)          the tool's function, or a promise of it; throws on bad code
+  //   io.limits                  {maxFrameBytes, maxLogBytes, maxDepth} from the host's argv
+  // and gets back {emitLog, onLine, describe}.
+  function guestCore(io) {
+    // Snapshots, taken before any tool code runs. Harness integrity is not a
+    // security property (the host validates every frame); these keep an
+    // honest tool that patches JSON, Map or Promise from breaking the protocol.
+    const ReflectApply = Reflect.apply;
+    const uncurry = (fn) => (self, ...args) => ReflectApply(fn, self, args);
+    const stringify = JSON.stringify;
+    const parse = JSON.parse;
+    const isWellFormed = uncurry(String.prototype.isWellFormed);
+    const toWellFormed = uncurry(String.prototype.toWellFormed);
+    const stringSlice = uncurry(String.prototype.slice);
+    const charCodeAt = uncurry(String.prototype.charCodeAt);
+    const freeze = Object.freeze;
+    const defineProperty = Object.defineProperty;
+    const StringCtor = String;
+    const PromiseCtor = Promise;
+    const MapCtor = Map;
+    const mapGet = uncurry(Map.prototype.get);
+    const mapSet = uncurry(Map.prototype.set);
+    const mapDelete = uncurry(Map.prototype.delete);
+    const ResponseCtor = Response;
+    const HeadersCtor = Headers;
+    const headersForEach = uncurry(Headers.prototype.forEach);
+    const headersHas = uncurry(Headers.prototype.has);
+    const headersSet = uncurry(Headers.prototype.set);
+    const ArrayBufferCtor = ArrayBuffer;
+    const isArrayBufferView = ArrayBuffer.isView;
+    const arrayPush = uncurry(Array.prototype.push);
+    const Uint8ArrayCtor = Uint8Array;
+    const ErrorCtor = Error;
+    const TypeErrorCtor = TypeError;
+    const BlobCtor = Blob;
+    const blobArrayBuffer = uncurry(Blob.prototype.arrayBuffer);
+    const URLSearchParamsCtor = URLSearchParams;
+    const URLCtor = URL;
+    const RequestCtor = Request;
+    const AbortControllerCtor = AbortController;
+    const abortControllerAbort = uncurry(AbortController.prototype.abort);
+    const controllerSignal = uncurry(Object.getOwnPropertyDescriptor(AbortController.prototype, 'signal').get);
+    const signalAborted = uncurry(Object.getOwnPropertyDescriptor(AbortSignal.prototype, 'aborted').get);
+    const signalReason = uncurry(Object.getOwnPropertyDescriptor(AbortSignal.prototype, 'reason').get);
+    const addEventListener = uncurry(EventTarget.prototype.addEventListener);
+    const removeEventListener = uncurry(EventTarget.prototype.removeEventListener);
+    const isAbortSignal = (value) => {
+      try { signalAborted(value); return true; } catch { return false; }
+    };
+    const { maxFrameBytes, maxLogBytes, maxDepth } = io.limits;
+
+    // --- Frames out -----------------------------------------------------------
+    const writeFrame = (text) => io.writeBytes(text + '\n');
+    // Bytes of `frame` on the wire (UTF-8, with the newline).
+    const frameBytes = (frame) => io.utf8Length(frame) + 1;
+
+    // Cuts `text` until `build(text)` fits in one frame; never splits a surrogate pair.
+    function fitted(text, build) {
+      let frame = build(text);
+      while (frameBytes(frame) > maxFrameBytes && text.length > 0) {
+        text = toWellFormed(stringSlice(text, 0, text.length >> 1));
+        frame = build(text);
+      }
+      return frame;
+    }
+
+    // --- The current call -------------------------------------------------------
+    let tool = null;        // the loaded function
+    let loading = false;    // a load frame arrived; loading is in progress or done
+    let current = null;     // the call in progress: {id, waiting, controller, ended}, or null
+    let logBytes = 0;       // log text sent for the current call, bytes
+    let nextReq = 1;        // request numbers count 1, 2, 3… over the sandbox's life (the host checks)
+
+    // Sends one log frame for the current call. Logs outside a call are dropped.
+    // Once more than maxLogBytes were sent, the rest of the call's logs are
+    // dropped; the host truncates at exactly maxLogBytes and flags it.
+    function emitLog(level, text) {
+      if (current === null || logBytes > maxLogBytes) return;
+      text = toWellFormed(StringCtor(text));
+      const room = maxLogBytes - logBytes + 1;
+      if (text.length > room) text = toWellFormed(stringSlice(text, 0, room));
+      const id = current.id;
+      const frame = fitted(text, (t) =>
+        '{"type":"log","id":' + id + ',"level":"' + level + '","text":' + stringify(t) + '}');
+      logBytes += io.utf8Length(text);
+      writeFrame(frame);
+    }
+
+    // --- Serializing values -------------------------------------------------------
+    // A replacer that refuses lone surrogates: JSON.stringify would escape them,
+    // and the host (strict UTF-8) must not receive a value it cannot represent.
+    function strictReplacer(key, value) {
+      if (!isWellFormed(key)) throw new TypeErrorCtor('a member name holds a lone surrogate');
+      if (typeof value === 'string' && !isWellFormed(value)) throw new TypeErrorCtor('a string holds a lone surrogate');
+      return value;
+    }
+
+    // Deepest nesting of arrays/objects in JSON text.
+    function depthOf(text) {
+      let depth = 0, deepest = 0, inString = false;
+      for (let i = 0; i < text.length; i++) {
+        const c = charCodeAt(text, i);
+        if (inString) {
+          if (c === 0x5c) i++;               // backslash: skip the escaped char
+          else if (c === 0x22) inString = false;
+        } else if (c === 0x22) inString = true;
+        else if (c === 0x5b || c === 0x7b) { if (++depth > deepest) deepest = depth; }
+        else if (c === 0x5d || c === 0x7d) depth--;
+      }
+      return deepest;
+    }
+
+    // The whole frame for a call's outcome; a value that cannot be sent becomes
+    // an error frame. A result larger than one frame is sent as it is: the host
+    // refuses the line and destroys the sandbox (issue 12: a result over the
+    // frame limit is a boundary failure, never a kept sandbox holding it).
+    function resultFrame(id, value) {
+      let text;
+      try {
+        text = stringify(value, strictReplacer);
+      } catch (e) {
+        return errorFrame(id, { name: 'TypeError', message: 'the result is not JSON-serializable: ' + describe(e).message });
+      }
+      if (text === undefined) text = 'null';  // undefined, functions, symbols
+      if (depthOf(text) > maxDepth) {
+        return errorFrame(id, { name: 'RangeError', message: 'the result nests deeper than ' + maxDepth + ' levels' });
+      }
+      return '{"type":"result","id":' + id + ',"value":' + text + '}';
+    }
+
+    function errorFrame(id, { name, message }) {
+      name = toWellFormed(StringCtor(name));
+      if (name.length > 200) name = toWellFormed(stringSlice(name, 0, 200));
+      return fitted(toWellFormed(StringCtor(message)), (m) =>
+        '{"type":"error","id":' + id + ',"name":' + stringify(name) + ',"message":' + stringify(m) + '}');
+    }
+
+    // {name, message} of a thrown value. Error-like objects keep their name (with
+    // a string `code` when there is one); anything else is stringified.
+    function describe(thrown) {
+      try {
+        if (thrown !== null && (typeof thrown === 'object' || typeof thrown === 'function') && 'message' in thrown) {
+          let name = typeof thrown.name === 'string' ? thrown.name : 'Error';
+          if (typeof thrown.code === 'string') name += ' [' + thrown.code + ']';
+          return { name, message: StringCtor(thrown.message) };
+        }
+        if (typeof thrown === 'string') return { name: 'Error', message: thrown };
+        let text;
+        try { text = stringify(thrown); } catch { /* BigInt, cycles */ }
+        return { name: 'Error', message: text === undefined ? StringCtor(thrown) : text };
+      } catch {
+        return { name: 'Error', message: 'a value was thrown that cannot be described' };
+      }
+    }
+
+    // --- Capabilities: the only doors out (DESIGN section 6) ----------------------
+    // Each request is one "cap" frame naming its call; the host answers with
+    // "cap_result" or "cap_error" while it keeps reading our frames, so an
+    // "abort" frame (the tool's AbortSignal fired) reaches it during the
+    // request. Every call has its own context (S2): a request made through the
+    // context of a call that has ended (saved, or from a timer) is refused
+    // here, without a frame, and the host refuses a forged one too.
+    function capabilityError(code, message) {
+      const e = new ErrorCtor(message);
+      defineProperty(e, 'name', { value: 'CapabilityError', configurable: true, writable: true });
+      defineProperty(e, 'code', { value: code, configurable: true, writable: true, enumerable: true });
+      return e;
+    }
+
+    // One request of `call`; `signal` (optional) aborts it.
+    function request(call, op, args, signal) {
+      if (call !== current || call.ended) {
+        return PromiseCtor.reject(capabilityError('denied', op + ' refused: this context belongs to call ' + call.id +
+          ', which has ended (each call gets its own context)'));
+      }
+      if (signal !== undefined && signalAborted(signal)) return PromiseCtor.reject(signalReason(signal));
+      let text;
+      try {
+        text = stringify(args, strictReplacer);
+      } catch (e) {
+        return PromiseCtor.reject(capabilityError('invalid_request', 'the ' + op + ' request is not JSON-serializable: ' + describe(e).message));
+      }
+      const req = nextReq;
+      const frame = '{"type":"cap","id":' + call.id + ',"req":' + req + ',"op":' + stringify(op) + ',"args":' + text + '}';
+      if (frameBytes(frame) > maxFrameBytes) {
+        return PromiseCtor.reject(capabilityError('too_large', 'the ' + op + ' request exceeds ' + maxFrameBytes + ' bytes'));
+      }
+      nextReq++;
+      return new PromiseCtor((resolve, reject) => {
+        let onAbort = null;
+        const settle = () => { if (onAbort !== null) removeEventListener(signal, 'abort', onAbort); };
+        mapSet(call.waiting, req, {
+          resolve: (value) => { settle(); resolve(value); },
+          reject: (error) => { settle(); reject(error); },
+        });
+        if (signal !== undefined) {
+          onAbort = () => {
+            if (mapGet(call.waiting, req) === undefined) return;
+            mapDelete(call.waiting, req);
+            if (call === current && !call.ended) writeFrame('{"type":"abort","id":' + call.id + ',"req":' + req + '}');
+            reject(signalReason(signal));
+          };
+          addEventListener(signal, 'abort', onAbort);
+        }
+        writeFrame(frame);
+      });
+    }
+
+    // A reply for a request nobody waits for any more (aborted by its signal,
+    // or its call ended) is dropped.
+    function onReply(frame) {
+      if (current === null) return;
+      const waiter = mapGet(current.waiting, frame.req);
+      if (waiter === undefined) return;
+      mapDelete(current.waiting, frame.req);
+      if (frame.type === 'cap_result') waiter.resolve(frame.value);
+      else waiter.reject(capabilityError(StringCtor(frame.code), StringCtor(frame.message)));
+    }
+
+    // The request body as bytes (or null), with the content type it implies.
+    async function bodyBytes(body) {
+      if (body === undefined || body === null) return { bytes: null, type: null };
+      if (typeof body === 'string') return { bytes: io.bytesOfText(body), type: 'text/plain;charset=UTF-8' };
+      if (body instanceof URLSearchParamsCtor) {
+        return { bytes: io.bytesOfText(StringCtor(body)), type: 'application/x-www-form-urlencoded;charset=UTF-8' };
+      }
+      if (body instanceof ArrayBufferCtor) return { bytes: new Uint8ArrayCtor(body), type: null };
+      if (isArrayBufferView(body)) return { bytes: new Uint8ArrayCtor(body.buffer, body.byteOffset, body.byteLength), type: null };
+      if (body instanceof BlobCtor) return { bytes: new Uint8ArrayCtor(await blobArrayBuffer(body)), type: body.type || null };
+      throw new TypeErrorCtor('fetch: this body type is not supported here (use a string, bytes, Blob or URLSearchParams)');
+    }
+
+    // A fetch bound to `call`. The host decides everything (policy, grant,
+    // limits); this only carries the request. The signal aborts the request in
+    // the host too (an "abort" frame).
+    async function fetchFor(call, input, init) {
+      init = init === undefined || init === null ? {} : init;
+      const isRequest = input instanceof RequestCtor;
+      const url = isRequest ? input.url : input instanceof URLCtor ? input.href : StringCtor(input);
+      const method = init.method !== undefined ? StringCtor(init.method) : isRequest ? input.method : 'GET';
+      const headers = new HeadersCtor(init.headers !== undefined ? init.headers : isRequest ? input.headers : undefined);
+      let body = init.body;
+      if (body === undefined && isRequest && input.body !== null) body = new Uint8ArrayCtor(await input.arrayBuffer());
+      let signal = init.signal !== undefined && init.signal !== null ? init.signal : isRequest ? input.signal : undefined;
+      if (signal !== undefined && signal !== null && !isAbortSignal(signal)) {
+        throw new TypeErrorCtor('fetch: init.signal must be an AbortSignal');
+      }
+      if (signal === null) signal = undefined;
+      if (signal !== undefined && signalAborted(signal)) throw signalReason(signal);
+      const { bytes, type } = await bodyBytes(body);
+      if (type !== null && !headersHas(headers, 'content-type')) headersSet(headers, 'content-type', type);
+      const list = [];
+      headersForEach(headers, (value, name) => { arrayPush(list, [name, value]); });
+      const reply = await request(call, 'fetch', { url, method, headers: list, body: bytes === null ? null : io.toBase64(bytes) }, signal);
+      const nullBody = reply.status === 204 || reply.status === 205 || reply.status === 304 || method === 'HEAD';
+      const response = new ResponseCtor(nullBody ? null : io.fromBase64(reply.body), {
+        status: reply.status, statusText: reply.statusText, headers: reply.headers,
+      });
+      defineProperty(response, 'url', { value: reply.url, configurable: true });
+      return response;
+    }
+
+    // Outside a call (before the first one) the global fetch is refused.
+    const idleFetch = () => PromiseCtor.reject(capabilityError('denied', 'fetch can be used only while the tool is being called'));
+
+    // A fresh, frozen context for one call: every capability in it is bound to
+    // that call and refused once it has ended; `signal` aborts when it ends.
+    function contextFor(call) {
+      const req = (op, args) => request(call, op, args, undefined);
+      const callFetch = function fetch(input, init) { return fetchFor(call, input, init); };
+      return freeze({
+        fetch: callFetch,
+        signal: controllerSignal(call.controller),
+        createSubtasksResult: (drafts) => req('createSubtasksResult', { drafts }),
+        resolveInvocation: (name) => req('resolveInvocation', { name: StringCtor(name) }),
+        storage: freeze({
+          get: (key) => req('storage.get', { key: StringCtor(key) }),
+          set: (key, value) => req('storage.set', { key: StringCtor(key), value: value === undefined ? null : value }),
+          delete: (key) => req('storage.delete', { key: StringCtor(key) }),
+          list: (prefix) => req('storage.list', { prefix: prefix === undefined ? '' : StringCtor(prefix) }),
+        }),
+      });
+    }
+
+    // Ends `call`: its context refuses from now on, its pending requests are
+    // dropped (they never settle, as before: rejecting them would make an
+    // unawaited request an unhandled rejection that ends the runtime), and
+    // its signal aborts, which is how tool code learns the call was stopped.
+    function endCall(call) {
+      call.ended = true;
+      call.waiting = new MapCtor();
+      try {
+        abortControllerAbort(call.controller, capabilityError('cancelled', 'call ' + call.id + ' has ended'));
+      } catch { /* a listener threw: it was the tool's */ }
+    }
+
+    // --- Host frames in -------------------------------------------------------
+    function sendLoadError(message) {
+      writeFrame(fitted(toWellFormed(message), (m) => '{"type":"load_error","message":' + stringify(m) + '}'));
+    }
+
+    async function load(code) {
+      let fn;
+      try {
+        fn = await io.loadTool(code);
+      } catch (e) {
+        const { name, message } = describe(e);
+        return sendLoadError(name + ': ' + message);
+      }
+      if (typeof fn !== 'function') {
+        return sendLoadError('the tool code must be a function expression, not ' + (fn === null ? 'null' : typeof fn));
+      }
+      tool = fn;
+      writeFrame('{"type":"ready"}');
+    }
+
+    async function runCall(id, args) {
+      const call = { id, waiting: new MapCtor(), controller: new AbortControllerCtor(), ended: false };
+      current = call;
+      logBytes = 0;
+      const context = contextFor(call);
+      // M2: during the call the global fetch is this call's context.fetch (one
+      // function object); a saved one of an ended call stays bound to its call.
+      defineProperty(globalThis, 'fetch', { value: context.fetch, configurable: true, enumerable: true, writable: true });
+      let frame;
+      try {
+        const value = await ReflectApply(tool, undefined, [args, context]);
+        frame = resultFrame(id, value);  // toJSON and getters still log into this call
+      } catch (e) {
+        frame = errorFrame(id, describe(e));
+      }
+      current = null;
+      writeFrame(frame);
+      endCall(call);
+    }
+
+    function onLine(line) {
+      let frame;
+      try { frame = parse(line); } catch { io.fatal(65, 'malformed host frame'); }
+      if (frame === null || typeof frame !== 'object') io.fatal(65, 'malformed host frame');
+      if (frame.type === 'load' && typeof frame.code === 'string' && !loading) {
+        loading = true;
+        load(frame.code);
+        return;
+      }
+      if ((frame.type === 'cap_result' || frame.type === 'cap_error') && typeof frame.req === 'number') {
+        return onReply(frame);
+      }
+      if (frame.type === 'call' && tool !== null && current === null &&
+          typeof frame.id === 'number' && frame.id > 0 && frame.id % 1 === 0 && 'args' in frame) {
+        runCall(frame.id, frame.args);
+        return;
+      }
+      io.fatal(65, 'unexpected host frame');
+    }
+
+    defineProperty(globalThis, 'fetch', { value: idleFetch, configurable: true, enumerable: true, writable: true });
+    return { emitLog, onLine, describe };
+  }

@@ -1,0 +1,163 @@
+#include "taskyon/sandbox/capability_runner.h"
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "taskyon/sandbox/protocol.h"
+
+namespace taskyon::sandbox {
+
+struct CapabilityRunner::Job {
+  std::uint64_t req = 0;
+  CapabilityOp op = CapabilityOp::fetch;
+  json::Value args;
+  CancelToken cancel;     // this request's own: abort frame, or the call's end
+  CapabilityReply reply;  // written by the helper before it signals fd_
+  bool stale = false;     // a request of ended call `stale_call`: refused_stale(), then "denied"
+  std::uint64_t stale_call = 0;
+  std::string stale_attribution;
+  std::thread thread;
+  std::atomic<bool> done{false};  // the helper has finished (reply written)
+};
+
+CapabilityRunner::CapabilityRunner(std::string_view revision, Capabilities* capabilities,
+                                   std::chrono::steady_clock::time_point deadline)
+    : revision_(revision), capabilities_(capabilities), deadline_(deadline),
+      fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}
+
+CapabilityRunner::~CapabilityRunner() {
+  stop();
+  if (fd_ >= 0) ::close(fd_);
+}
+
+int CapabilityRunner::fd() const { return fd_; }
+
+void CapabilityRunner::enqueue(std::uint64_t req, CapabilityOp op, json::Value args, std::string& out,
+                               std::size_t max_frame_bytes) {
+  if (!capabilities_) {
+    out += protocol::encode_cap_reply(
+        req,
+        CapabilityReply::failure("denied", fmt::format("this host grants no capabilities to this call ({} refused)",
+                                                       capability_op_name(op))),
+        max_frame_bytes);
+    return;
+  }
+  if (fd_ < 0) {
+    out += protocol::encode_cap_reply(req, CapabilityReply::failure("denied", "the host cannot serve requests now"),
+                                      max_frame_bytes);
+    return;
+  }
+  if (queued_.size() >= kMaxQueuedRequests) {
+    out += protocol::encode_cap_reply(
+        req,
+        CapabilityReply::failure("too_large", fmt::format("more than {} capability requests are waiting; wait for "
+                                                          "some to finish",
+                                                          kMaxQueuedRequests)),
+        max_frame_bytes);
+    return;
+  }
+  auto job = std::make_unique<Job>();
+  job->req = req;
+  job->op = op;
+  job->args = std::move(args);
+  queued_.push_back(std::move(job));
+  start_next(out, max_frame_bytes);
+}
+
+void CapabilityRunner::enqueue_stale(std::uint64_t req, CapabilityOp op, json::Value args, std::uint64_t ended_call,
+                                     std::string attribution, std::string& out, std::size_t max_frame_bytes) {
+  const auto reply = CapabilityReply::failure(
+      "denied", fmt::format("{} refused: this context belongs to call {}, which has ended (each call gets its own "
+                            "context)",
+                            capability_op_name(op), ended_call));
+  if (!capabilities_ || fd_ < 0 || queued_.size() >= kMaxQueuedRequests) {
+    out += protocol::encode_cap_reply(req, reply, max_frame_bytes);
+    return;
+  }
+  auto job = std::make_unique<Job>();
+  job->req = req;
+  job->op = op;
+  job->args = std::move(args);
+  job->stale = true;
+  job->stale_call = ended_call;
+  job->stale_attribution = std::move(attribution);
+  job->reply = reply;
+  queued_.push_back(std::move(job));
+  start_next(out, max_frame_bytes);
+}
+
+void CapabilityRunner::start_next(std::string& out, std::size_t max_frame_bytes) {
+  (void)out, (void)max_frame_bytes;
+  if (running_ || queued_.empty() || aborted_.size() >= kMaxAbortedRunning) return;
+  running_ = std::move(queued_.front());
+  queued_.pop_front();
+  Job* job = running_.get();
+  job->thread = std::thread([this, job] {
+    if (job->stale) {
+      capabilities_->refused_stale(revision_, job->op, job->args, job->stale_attribution);
+    } else {
+      job->reply = capabilities_->handle(revision_, job->op, job->args, job->cancel, deadline_);
+    }
+    job->done.store(true);
+    const std::uint64_t one = 1;
+    [[maybe_unused]] const ssize_t n = ::write(fd_, &one, sizeof one);
+  });
+}
+
+void CapabilityRunner::abort(std::uint64_t req, std::string& out, std::size_t max_frame_bytes) {
+  if (running_ && running_->req == req) {
+    // Cancelled, and set aside: it ends when the transfer notices (libcurl
+    // checks the flag about once a second), while the next request starts now.
+    running_->cancel.cancel();
+    aborted_.push_back(std::move(running_));
+    start_next(out, max_frame_bytes);
+    return;
+  }
+  for (auto it = queued_.begin(); it != queued_.end(); ++it) {
+    if ((*it)->req == req) {
+      queued_.erase(it);
+      out += protocol::encode_cap_reply(
+          req, CapabilityReply::failure("cancelled", "the request was aborted by its signal before it started"),
+          max_frame_bytes);
+      return;
+    }
+  }
+}
+
+void CapabilityRunner::collect(std::string& out, std::size_t max_frame_bytes) {
+  std::uint64_t count = 0;
+  [[maybe_unused]] const ssize_t n = ::read(fd_, &count, sizeof count);
+  for (auto it = aborted_.begin(); it != aborted_.end();) {
+    if (!(*it)->done.load()) {
+      ++it;
+      continue;
+    }
+    (*it)->thread.join();
+    out += protocol::encode_cap_reply((*it)->req, (*it)->reply, max_frame_bytes);  // dropped by the harness
+    it = aborted_.erase(it);
+  }
+  if (running_ && running_->done.load()) {
+    running_->thread.join();
+    out += protocol::encode_cap_reply(running_->req, running_->reply, max_frame_bytes);
+    running_.reset();
+  }
+  start_next(out, max_frame_bytes);
+}
+
+void CapabilityRunner::stop() {
+  queued_.clear();
+  if (running_) aborted_.push_back(std::move(running_));
+  for (auto& job : aborted_) job->cancel.cancel();
+  for (auto& job : aborted_) job->thread.join();
+  if (aborted_.empty()) return;
+  aborted_.clear();
+  std::uint64_t count = 0;
+  [[maybe_unused]] const ssize_t n = ::read(fd_, &count, sizeof count);
+}
+
+}  // namespace taskyon::sandbox
