@@ -12,6 +12,8 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdlib>
 #include <random>
@@ -98,6 +100,7 @@ TEST(CrashSafety, KillNineDuringWritesKeepsTheStoreWhole) {
   ASSERT_EQ(g.exit_code, 0) << g.err;
 
   int killed = 0, finished = 0;
+  std::array<long, 5> span_us{};  // wall time of one whole run of each operation
   for (int trial = 0; trial < trials; ++trial) {
     const int op = static_cast<int>(rng() % 5);
     const std::string tag = fmt::format("t{}-{}", trial, rng() % 100000);
@@ -133,8 +136,18 @@ TEST(CrashSafety, KillNineDuringWritesKeepsTheStoreWhole) {
         args = {"run", home.write("conv.json", conversation.dump())};
       }
     }
+    // Kill somewhere inside the operation's own run time: the first run of each
+    // kind is timed whole (not killed), so the kills land mid-run on a fast or a
+    // loaded machine alike.
+    if (span_us[op] == 0) {
+      const auto start = std::chrono::steady_clock::now();
+      ASSERT_EQ(wait_exit(spawn_tycli(args, home.path())), 0) << "calibration run of op " << op;
+      span_us[op] = std::max<long>(
+          1000, std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start).count());
+      check_store(db, fmt::format("calibration of op {}", op));
+    }
     const int pid = spawn_tycli(args, home.path());
-    std::this_thread::sleep_for(std::chrono::microseconds(rng() % 800000));
+    std::this_thread::sleep_for(std::chrono::microseconds(rng() % span_us[op]));
     const bool was_running = ::kill(pid, SIGKILL) == 0;
     const int exit = wait_exit(pid);
     (exit == 128 + SIGKILL && was_running ? killed : finished) += 1;

@@ -17,6 +17,7 @@
 #include "taskyon/store/audit.h"
 #include "taskyon/store/grants.h"
 #include "taskyon/store/kv.h"
+#include "taskyon/store/schema.h"
 #include "taskyon/store/store.h"
 #include "test_util.h"
 
@@ -86,7 +87,7 @@ TEST(StoreConcurrency, OneHundredSixtyProcessesOpenANewStoreTogether) {
   EXPECT_EQ(failures(statuses), 0);
   auto st = Store::open(path);
   ASSERT_TRUE(st) << st.error().describe();
-  EXPECT_EQ(count(*st, "PRAGMA user_version"), 4);
+  EXPECT_EQ(count(*st, "PRAGMA user_version"), taskyon::store::kSchemaVersion);
   EXPECT_EQ(count(*st, "SELECT count(*) FROM sqlite_master WHERE name = 'audit_log'"), 1);
 }
 
