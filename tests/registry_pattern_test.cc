@@ -130,3 +130,29 @@ TEST(Patterns, DateFormatsOfAnyLengthDoNotRecurse) {
 
 }  // namespace
 }  // namespace taskyon::registry
+
+namespace taskyon::registry {
+namespace {
+
+// Found by fuzz_arguments: valijson 1.0 divides by an integer multipleOf
+// unchecked (SIGFPE for 0) after casting the argument to int64 (undefined past
+// INT64_MAX). draft-07 6.2.1 wants a number > 0; integer divisors are compared
+// as doubles.
+TEST(SchemaNumbers, MultipleOfMustBeGreaterThanZeroAndNeverDividesByAnInteger) {
+  for (const Value& bad : {Value(0), Value(-3), Value(0.0), Value("2")}) {
+    const Value params = {{"type", "object"}, {"properties", {{"v", {{"multipleOf", bad}}}}}};
+    auto r = check_parameters_schema(params);
+    ASSERT_FALSE(r) << bad.dump();
+    EXPECT_EQ(r.error().code, Errc::invalid_manifest);
+    EXPECT_EQ(r.error().where, "/parameters/properties/v/multipleOf");
+  }
+  const Value params = {{"type", "object"}, {"properties", {{"v", {{"multipleOf", 3}}}}}};
+  ASSERT_TRUE(check_parameters_schema(params));
+  EXPECT_TRUE(validate_arguments(params, {{"v", 9}}));
+  EXPECT_FALSE(validate_arguments(params, {{"v", 10}}));
+  (void)validate_arguments(params, {{"v", 1e300}});  // no int64 cast of 1e300 (UBSan: float-cast-overflow)
+  EXPECT_TRUE(validate_arguments(params, {{"v", -9}}));
+}
+
+}  // namespace
+}  // namespace taskyon::registry

@@ -198,6 +198,11 @@ Result<void> check_schema_patterns(const json::Value& schema, const std::string&
         return fail(p.error().code, p.error().message, at);
       continue;
     }
+    // JSON Schema draft-07 §6.2.1: "multipleOf" MUST be a number strictly
+    // greater than 0 (valijson divides by it unchecked).
+    if (key == "multipleOf" && (!value.is_number() || !(value.get<double>() > 0)))
+      return fail(Errc::invalid_manifest, "\"multipleOf\" must be a number greater than 0 (JSON Schema draft-07 6.2.1)",
+                  at);
     if ((key == "patternProperties" || key == "properties" || key == "definitions" || key == "dependencies") &&
         value.is_object()) {
       for (const auto& [name, sub] : value.items()) {

@@ -205,6 +205,35 @@ void widen_huge_unsigned(json::Value& v) {
   }
 }
 
+// valijson 1.0's integer `multipleOf` divides with `%` after casting the
+// argument to int64 (undefined for a double past INT64_MAX, SIGFPE for a zero
+// divisor): every integer divisor is compared as a double instead, through
+// remainder() (RFC 8785 §3.2.2.3: JSON numbers are doubles).
+bool has_integer_multiple_of(const json::Value& v) {
+  if (v.is_object()) {
+    for (const auto& [key, child] : v.items())
+      if ((key == "multipleOf" && child.is_number_integer()) || has_integer_multiple_of(child)) return true;
+  } else if (v.is_array()) {
+    for (const auto& child : v)
+      if (has_integer_multiple_of(child)) return true;
+  }
+  return false;
+}
+
+void widen_integer_multiple_of(json::Value& v) {
+  if (v.is_object()) {
+    for (auto& [key, child] : v.items()) {
+      if (key == "multipleOf" && child.is_number_integer())
+        child = child.is_number_unsigned() ? static_cast<double>(child.get<std::uint64_t>())
+                                           : static_cast<double>(child.get<std::int64_t>());
+      else
+        widen_integer_multiple_of(child);
+    }
+  } else if (v.is_array()) {
+    for (auto& child : v) widen_integer_multiple_of(child);
+  }
+}
+
 Result<void> load(const json::Value& parameters, valijson::Schema& schema) {
   try {
     valijson::SchemaParser parser(valijson::SchemaParser::kDraft7);
@@ -247,10 +276,11 @@ Result<void> validate_arguments(const json::Value& parameters, const json::Value
 }
 
 static Result<void> validate_bounded(const json::Value& parameters, const json::Value& arguments) {
-  if (has_huge_unsigned(parameters) || has_huge_unsigned(arguments)) {
+  if (has_huge_unsigned(parameters) || has_huge_unsigned(arguments) || has_integer_multiple_of(parameters)) {
     json::Value p = parameters, a = arguments;
     widen_huge_unsigned(p);
     widen_huge_unsigned(a);
+    widen_integer_multiple_of(p);
     return validate_bounded(p, a);
   }
   valijson::Schema schema;
