@@ -15,6 +15,7 @@ packages=(
   libseccomp-dev                           # sandbox hardening: the seccomp filter
   libidn2-dev                              # fetch policy: IDNA (UTS #46) host names
   libcurl4-openssl-dev                     # fetch: the mediated request
+  libcpp-httplib-dev                       # tycli serve: the HTTP server (loopback / unix socket)
   libgtest-dev libgmock-dev libbenchmark-dev  # tests and benchmarks
   python3                                  # executePython: the native Python tool (P1)
   bubblewrap                               # executePython --python-isolation strict: minimal-root bwrap
