@@ -9,6 +9,7 @@
 #include <condition_variable>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <regex>
 #include <set>
@@ -186,7 +187,8 @@ TEST(DiagnosticsSelect, FiltersAreSubstringsOfTheFullNameAnyOfThem) {
 
 // --- The contract table ------------------------------------------------------
 
-// The ids of DESIGN §7's table, in order, read from the file itself.
+// The ids of DESIGN's contract tables (§7, and §8's H and §9's B), in order,
+// read from the file itself.
 std::vector<std::string> design_contract_ids() {
   const fs::path design = fs::path(TASKYON_SOURCE_DIR) / ".." / "shared" / "DESIGN.md";
   std::ifstream in(design);
@@ -196,7 +198,9 @@ std::vector<std::string> design_contract_ids() {
   bool in_section = false;
   const std::regex row(R"(^\|\s*([A-Z][0-9]+)\s*\|)");
   while (std::getline(in, line)) {
-    if (line.starts_with("## ")) in_section = line.find("Contracts") != std::string::npos;
+    if (line.starts_with("## "))
+      in_section = line.find("Contracts") != std::string::npos || line.find("long-lived host") != std::string::npos ||
+                   line.find("browser host") != std::string::npos;
     std::smatch m;
     if (in_section && std::regex_search(line, m, row)) ids.push_back(m[1]);
   }
@@ -205,10 +209,10 @@ std::vector<std::string> design_contract_ids() {
 
 TEST(DiagnosticsCoverage, EveryDesignContractIsCoveredOrListedAsNotYetCoveredNeverBoth) {
   const auto ids = design_contract_ids();
-  ASSERT_EQ(ids.size(), 46u);
+  ASSERT_EQ(ids.size(), 60u);
   std::vector<std::string> table;
   for (const auto& c : contracts()) table.emplace_back(c.id);
-  EXPECT_EQ(table, ids) << "builtin.cc's contract table differs from DESIGN §7";
+  EXPECT_EQ(table, ids) << "builtin.cc's contract table differs from DESIGN §7–§9";
 
   std::set<std::string> covered;
   for (const auto& c : builtin().checks()) covered.insert(c.contract);
@@ -223,6 +227,33 @@ TEST(DiagnosticsCoverage, EveryDesignContractIsCoveredOrListedAsNotYetCoveredNev
   }
   for (const auto& id : covered) EXPECT_TRUE(std::find(ids.begin(), ids.end(), id) != ids.end()) << id;
   std::cout << "not yet covered:" << left << "\n";
+}
+
+// docs/contracts.md is the users' copy of the table (a clone has no ../shared):
+// one row per contract with its text, and every check named in its row.
+TEST(DiagnosticsCoverage, TheUsersContractPageNamesEveryContractAndCheck) {
+  const fs::path page = fs::path(TASKYON_SOURCE_DIR) / "docs" / "contracts.md";
+  std::ifstream in(page);
+  ASSERT_TRUE(in) << "cannot read " << page;
+  std::map<std::string, std::string> rows;
+  std::string line;
+  const std::regex row(R"(^\|\s*([A-Z][0-9]+)\s*\|\s*(.*?)\s*\|(.*)\|\s*$)");
+  while (std::getline(in, line)) {
+    std::smatch m;
+    if (std::regex_match(line, m, row)) rows[m[1]] = std::string(m[2]) + "\n" + std::string(m[3]);
+  }
+  for (const auto& c : contracts()) {
+    auto it = rows.find(std::string(c.id));
+    ASSERT_NE(it, rows.end()) << c.id << " has no row in docs/contracts.md";
+    EXPECT_TRUE(it->second.starts_with(std::string(c.text) + "\n")) << c.id << ": the text differs from DESIGN";
+  }
+  for (const auto& check : builtin().checks()) {
+    auto it = rows.find(check.contract);
+    ASSERT_NE(it, rows.end()) << check.contract;
+    EXPECT_NE(it->second.find("`" + check.short_name + "`"), std::string::npos)
+        << "docs/contracts.md's " << check.contract << " row does not name the check " << check.short_name;
+  }
+  EXPECT_EQ(rows.size(), contracts().size()) << "docs/contracts.md has a row for an unknown id";
 }
 
 TEST(DiagnosticsCoverage, BuiltinChecksAreNamedAndDescribed) {

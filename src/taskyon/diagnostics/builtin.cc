@@ -54,6 +54,22 @@ const std::vector<Contract>& contracts() {
       {"M15", "resolveInvocation returns opaque revisions only"},
       {"M16", "popups need a permission for custom-html or an exact HTTPS origin"},
       {"M17", "grants and secrets are scoped to the revision"},
+      // DESIGN §8, the long-lived host
+      {"H1", "the server listens on loopback or a unix socket unless told otherwise; every request must carry the server's secret token, and one without it changes and reveals nothing"},
+      {"H2", "HTTP requests whose `Origin` or `Host` is not the server's own are refused (no DNS rebinding of the local server)"},
+      {"H3", "retained sandboxes are keyed by (revision, session): one session's in-memory state never reaches another session's call"},
+      {"H4", "a client sees reduced signatures only; every result names its task and pinned revisions"},
+      {"H5", "a client's cancellation or disconnect destroys the sandbox of its running call and records the call as cancelled"},
+      {"H6", "activation changes reach the next `tools/list` and never change a pinned or running call"},
+      // DESIGN §9, the browser host
+      {"B1", "sandboxed code never runs in the host origin: only in a Blob worker of an opaque-origin sandboxed iframe"},
+      {"B2", "the sandbox's CSP blocks every direct network path (fetch, XHR, WebSocket, EventSource, imports, nested workers, images) and `eval`; a logging server sees zero requests"},
+      {"B3", "one validated MessagePort per sandbox; any other message destroys the sandbox"},
+      {"B4", "a timed-out or aborted CPU-bound sandbox stops running within 200 ms (the iframe is removed when the worker does not stop)"},
+      {"B5", "a worker cannot open windows; a host window opens only for a trusted host tool holding permission for custom-html or an exact HTTPS origin, with `noopener`, never in the host origin"},
+      {"B6", "Pyodide assets are verified by SHA-256 before use; one changed byte refuses to start"},
+      {"B7", "a retained Python runtime is keyed by (revision, session); its carried-over state never crosses sessions"},
+      {"B8", "in strict mode every mediated request passes the server's egress proxy (§8), which applies §6 in full"},
   };
   return table;
 }
@@ -65,10 +81,12 @@ std::string_view contract_text(std::string_view id) {
   return {};
 }
 
-// Contracts whose parts are still being built (issue 6, first wave). Remove an
-// id here when its first check lands.
+// Contracts whose parts are still being built: the long-lived host (§8,
+// issue 13) and the browser host (§9, issue 14). Remove an id here when its
+// first check lands.
 const std::vector<std::string_view>& not_yet_covered() {
-  static const std::vector<std::string_view> ids = {};
+  static const std::vector<std::string_view> ids = {"H1", "H2", "H3", "H4", "H5", "H6", "B1", "B2",
+                                                    "B3", "B4", "B5", "B6", "B7", "B8"};
   return ids;
 }
 

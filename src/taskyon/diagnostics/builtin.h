@@ -1,7 +1,8 @@
-// The checks compiled into tycli, the contract table of DESIGN §7, and the
+// The checks compiled into tycli, the contract tables of DESIGN §7–§9, and the
 // contract ids no check covers yet (shown by `tycli diagnostics --list`,
 // never run and never counted as PASS). tests/diagnostics_test.cc reads
-// DESIGN.md and asserts that every id is covered or listed here, not both.
+// DESIGN.md and asserts that every id is covered or listed here, not both,
+// and that docs/contracts.md (the users' copy of the table) names each one.
 //
 // Adding a check: in the checks_*.cc file of its contract group, one
 // `add(r, {"R2", "short_name", "what it proves", [](Env& env) { … }});`
@@ -18,10 +19,10 @@ namespace taskyon::diagnostics {
 
 struct Contract {
   std::string_view id;    // "R1"
-  std::string_view text;  // the contract, as DESIGN §7 states it
+  std::string_view text;  // the contract, as DESIGN states it
 };
 
-// The 46 contracts of DESIGN §7, in its order.
+// The 60 contracts of DESIGN: §7 (R, T, S, N, P, M), §8 (H), §9 (B), in its order.
 const std::vector<Contract>& contracts();
 
 // The contract's text, or empty for an unknown id.
