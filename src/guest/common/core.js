@@ -329,6 +329,24 @@
     // Outside a call (before the first one) the global fetch is refused.
     const idleFetch = () => PromiseCtor.reject(capabilityError('denied', 'fetch can be used only while the tool is being called'));
 
+    // The call's AbortSignal, made on first use (issue 19: making one and
+    // aborting it at every call's end was half of the harness's work in a
+    // warm call that never looks at it). Asked for after the call ended (a
+    // saved context), it is already aborted, as it would have been.
+    function signalOf(call) {
+      if (call.controller === null) {
+        call.controller = new AbortControllerCtor();
+        if (call.ended) abortCall(call);
+      }
+      return controllerSignal(call.controller);
+    }
+
+    function abortCall(call) {
+      try {
+        abortControllerAbort(call.controller, capabilityError('cancelled', 'call ' + call.id + ' has ended'));
+      } catch { /* a listener threw: it was the tool's */ }
+    }
+
     // A fresh, frozen context for one call: every capability in it is bound to
     // that call and refused once it has ended; `signal` aborts when it ends.
     function contextFor(call) {
@@ -336,7 +354,7 @@
       const callFetch = function fetch(input, init) { return fetchFor(call, input, init); };
       return freeze({
         fetch: callFetch,
-        signal: controllerSignal(call.controller),
+        get signal() { return signalOf(call); },
         createSubtasksResult: (drafts) => req('createSubtasksResult', { drafts }),
         resolveInvocation: (name) => req('resolveInvocation', { name: StringCtor(name) }),
         storage: freeze({
@@ -355,9 +373,7 @@
     function endCall(call) {
       call.ended = true;
       call.waiting = new MapCtor();
-      try {
-        abortControllerAbort(call.controller, capabilityError('cancelled', 'call ' + call.id + ' has ended'));
-      } catch { /* a listener threw: it was the tool's */ }
+      if (call.controller !== null) abortCall(call);
     }
 
     // --- Host frames in -------------------------------------------------------
@@ -381,7 +397,7 @@
     }
 
     async function runCall(id, args) {
-      const call = { id, waiting: new MapCtor(), controller: new AbortControllerCtor(), ended: false };
+      const call = { id, waiting: new MapCtor(), controller: null, ended: false };  // controller: signalOf()
       current = call;
       logBytes = 0;
       const context = contextFor(call);
