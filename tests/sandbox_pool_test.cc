@@ -823,5 +823,137 @@ TEST(SandboxPool, PastTheCapTheLeastRecentlyUsedIdleSandboxIsEvicted) {
   EXPECT_EQ(run(pool, request(rev("b"), code)).value, 1);  // b starts again
 }
 
+// --- Pre-started sandboxes (RuntimeConfig::prestart, issue 19) --------------
+
+// Pids of the pool's pre-started sandboxes (no revision yet), once there are
+// `count` of them; a bounded wait, never a timing assertion.
+std::vector<int> wait_for_spares(const Pool& pool, std::size_t count) {
+  std::vector<int> pids;
+  for (int i = 0; i < 2000; ++i) {
+    pids.clear();
+    for (const auto& info : pool.sandboxes())
+      if (info.revision.empty()) pids.push_back(info.pid);
+    if (pids.size() >= count) break;
+    std::this_thread::sleep_for(10ms);
+  }
+  return pids;
+}
+
+int pid_of(const Pool& pool, const std::string& revision) {
+  for (const auto& info : pool.sandboxes())
+    if (info.revision == revision) return info.pid;
+  return -1;
+}
+
+TEST(SandboxPool, WithoutPrestartNoSandboxStartsBeforeACall) {
+  Pool pool;  // prestart = 0: the one-shot CLI
+  std::this_thread::sleep_for(200ms);
+  EXPECT_TRUE(pool.sandboxes().empty());
+}
+
+TEST(SandboxPool, PrestartedSandboxTakesItsRevisionWithItsLoadFrameAndIsAsHardened) {
+  ASSERT_EQ(::setenv("TASKYON_SANDBOX_CANARY", "canary-6b1f", 1), 0);
+  RuntimeConfig config;
+  config.prestart = 1;
+  Pool pool(config);
+  auto spares = wait_for_spares(pool, 1);
+  ::unsetenv("TASKYON_SANDBOX_CANARY");
+  ASSERT_EQ(spares.size(), 1u);
+  const int spare = spares[0];
+  EXPECT_TRUE(pool.live().empty());  // not retained for any revision yet
+  auto out = run(pool, request(rev("pre-a"), R"(() => {
+      let fsRead;
+      try { require('fs').readFileSync('/etc/passwd'); fsRead = 'read'; } catch (e) { fsRead = e.code; }
+      return { keys: Object.keys(process.env), fsRead, cwd: process.cwd(), seen: globalThis.seen ?? null };
+    })"));
+  ASSERT_EQ(out.status, Status::ok) << out.error;
+  EXPECT_TRUE(out.fresh_sandbox);
+  EXPECT_EQ(pid_of(pool, rev("pre-a")), spare);  // the call ran in the pre-started one
+  EXPECT_EQ(out.value["keys"], Value::array());  // the environment it started with: empty
+  EXPECT_EQ(out.value["fsRead"], "ERR_ACCESS_DENIED");
+  bool found = false;
+  for (const auto& info : pool.sandboxes())
+    if (info.pid == spare) found = info.workdir == out.value["cwd"].get<std::string>() && info.name.empty();
+  EXPECT_TRUE(found);
+  // The pool starts another; a second revision gets that one, never a's.
+  auto next = wait_for_spares(pool, 1);
+  ASSERT_EQ(next.size(), 1u);
+  EXPECT_NE(next[0], spare);
+  auto b = run(pool, request(rev("pre-b"), "() => (globalThis.seen = 'b')"));
+  ASSERT_EQ(b.status, Status::ok) << b.error;
+  EXPECT_EQ(pid_of(pool, rev("pre-b")), next[0]);
+  auto a = run(pool, request(rev("pre-a"), "() => globalThis.seen ?? null"));
+  EXPECT_FALSE(a.fresh_sandbox);
+  EXPECT_EQ(a.value, nullptr);
+}
+
+TEST(SandboxPool, PrestartedSandboxesAreDestroyedAtShutdownWithAReason) {
+  std::vector<Destruction> seen;
+  std::vector<int> spares;
+  {
+    RuntimeConfig config;
+    config.prestart = 2;
+    Pool pool(config);
+    pool.on_destruction([&](const Destruction& d) { seen.push_back(d); });
+    spares = wait_for_spares(pool, 2);
+    ASSERT_EQ(spares.size(), 2u);
+  }
+  for (int pid : spares) {
+    EXPECT_TRUE(process_gone(pid)) << pid;
+    auto it = std::find_if(seen.begin(), seen.end(), [&](const Destruction& d) { return d.pid == pid; });
+    ASSERT_NE(it, seen.end()) << pid;
+    EXPECT_EQ(it->reason, "shutdown");
+    EXPECT_TRUE(it->revision.empty());
+  }
+}
+
+TEST(SandboxPool, InterruptDestroysPrestartedSandboxesAndStartsNoMore) {
+  RuntimeConfig config;
+  config.prestart = 1;
+  Pool pool(config);
+  auto spares = wait_for_spares(pool, 1);
+  ASSERT_EQ(spares.size(), 1u);
+  pool.interrupt("signal");
+  std::this_thread::sleep_for(300ms);
+  EXPECT_TRUE(pool.sandboxes().empty());
+  bool recorded = false;
+  for (const auto& d : pool.destructions()) recorded = recorded || (d.pid == spares[0] && d.reason == "signal");
+  EXPECT_TRUE(recorded);
+}
+
+TEST(SandboxPool, ADeadPrestartedSandboxIsNeverUsed) {
+  RuntimeConfig config;
+  config.prestart = 1;
+  Pool pool(config);
+  auto spares = wait_for_spares(pool, 1);
+  ASSERT_EQ(spares.size(), 1u);
+  ASSERT_EQ(::kill(spares[0], SIGKILL), 0);
+  // Bounded wait until it is dead and unreaped (state Z in /proc/PID/stat).
+  auto zombie = [&] {
+    std::string stat;
+    std::getline(std::ifstream("/proc/" + std::to_string(spares[0]) + "/stat"), stat);
+    const auto close = stat.rfind(')');
+    return close != std::string::npos && close + 2 < stat.size() && stat[close + 2] == 'Z';
+  };
+  for (int i = 0; i < 1000 && !zombie(); ++i) std::this_thread::sleep_for(10ms);
+  ASSERT_TRUE(zombie());
+  auto out = run(pool, request(rev("after-dead"), "() => 7"));
+  ASSERT_EQ(out.status, Status::ok) << out.error;
+  EXPECT_EQ(out.value, 7);
+  EXPECT_NE(pid_of(pool, rev("after-dead")), spares[0]);
+  bool recorded = false;
+  for (const auto& d : pool.destructions()) recorded = recorded || (d.pid == spares[0] && d.reason == "crashed");
+  EXPECT_TRUE(recorded);
+}
+
+TEST(SandboxPool, PrestartedSandboxesCountInTheMemoryBudget) {
+  RuntimeConfig config;
+  config.prestart = 1;
+  config.memory_budget_bytes = kSandboxStartBytes / 2;  // no room for even one: none is started
+  Pool pool(config);
+  std::this_thread::sleep_for(500ms);
+  EXPECT_TRUE(pool.sandboxes().empty());
+}
+
 }  // namespace
 }  // namespace taskyon::sandbox

@@ -26,6 +26,7 @@
     const toWellFormed = uncurry(String.prototype.toWellFormed);
     const stringSlice = uncurry(String.prototype.slice);
     const charCodeAt = uncurry(String.prototype.charCodeAt);
+    const stringIndexOf = uncurry(String.prototype.indexOf);
     const freeze = Object.freeze;
     const defineProperty = Object.defineProperty;
     const StringCtor = String;
@@ -34,11 +35,6 @@
     const mapGet = uncurry(Map.prototype.get);
     const mapSet = uncurry(Map.prototype.set);
     const mapDelete = uncurry(Map.prototype.delete);
-    const ResponseCtor = Response;
-    const HeadersCtor = Headers;
-    const headersForEach = uncurry(Headers.prototype.forEach);
-    const headersHas = uncurry(Headers.prototype.has);
-    const headersSet = uncurry(Headers.prototype.set);
     const ArrayBufferCtor = ArrayBuffer;
     const isArrayBufferView = ArrayBuffer.isView;
     const arrayPush = uncurry(Array.prototype.push);
@@ -49,7 +45,6 @@
     const blobArrayBuffer = uncurry(Blob.prototype.arrayBuffer);
     const URLSearchParamsCtor = URLSearchParams;
     const URLCtor = URL;
-    const RequestCtor = Request;
     const AbortControllerCtor = AbortController;
     const abortControllerAbort = uncurry(AbortController.prototype.abort);
     const controllerSignal = uncurry(Object.getOwnPropertyDescriptor(AbortController.prototype, 'signal').get);
@@ -61,6 +56,46 @@
       try { signalAborted(value); return true; } catch { return false; }
     };
     const { maxFrameBytes, maxLogBytes, maxDepth } = io.limits;
+
+    // The fetch classes are built on first use (issue 19): in Node, touching
+    // Response, Headers or Request loads its whole fetch implementation
+    // (about half of a sandbox's start and +5 MiB). Each global keeps its
+    // place, now as the harness's own lazy getter (assigning it replaces it,
+    // as before); whoever reaches it first — tool code through the global, or
+    // the harness's fetch — builds it from the runtime's original getter,
+    // and the harness snapshots the methods it uses at that moment, before
+    // tool code can hold the class.
+    const getOwnPropertyDescriptor = Object.getOwnPropertyDescriptor;
+    function lazyGlobal(name, onBuilt) {
+      const d = getOwnPropertyDescriptor(globalThis, name);
+      let built = false, value;
+      const build = () => {
+        if (!built) {
+          built = true;
+          value = d === undefined ? undefined : 'get' in d ? ReflectApply(d.get, globalThis, []) : d.value;
+          if (value !== undefined) onBuilt(value);
+        }
+        return value;
+      };
+      if (d !== undefined && 'get' in d && d.configurable) {
+        defineProperty(globalThis, name, {
+          get: build,
+          set(v) { defineProperty(globalThis, name, { value: v, writable: true, configurable: true, enumerable: d.enumerable }); },
+          configurable: true, enumerable: d.enumerable,
+        });
+      } else {
+        build();  // a plain value (or a getter we cannot move): taken now, as before
+      }
+      return build;
+    }
+    let headersForEach, headersHas, headersSet;
+    const responseClass = lazyGlobal('Response', () => {});
+    const requestClass = lazyGlobal('Request', () => {});
+    const headersClass = lazyGlobal('Headers', (H) => {
+      headersForEach = uncurry(H.prototype.forEach);
+      headersHas = uncurry(H.prototype.has);
+      headersSet = uncurry(H.prototype.set);
+    });
 
     // --- Frames out -----------------------------------------------------------
     const writeFrame = (text) => io.writeBytes(text + '\n');
@@ -100,12 +135,28 @@
     }
 
     // --- Serializing values -------------------------------------------------------
-    // A replacer that refuses lone surrogates: JSON.stringify would escape them,
-    // and the host (strict UTF-8) must not receive a value it cannot represent.
-    function strictReplacer(key, value) {
-      if (!isWellFormed(key)) throw new TypeErrorCtor('a member name holds a lone surrogate');
-      if (typeof value === 'string' && !isWellFormed(value)) throw new TypeErrorCtor('a string holds a lone surrogate');
-      return value;
+    // True when JSON.stringify output `text` holds a lone surrogate: it writes
+    // one as the escape \udXXX (lower-case hex, first digit 8-f), and writes
+    // every other character outside U+0000-U+001F as itself, so such an
+    // escape whose backslash is not itself escaped is one.
+    function hasLoneSurrogate(text) {
+      for (let i = stringIndexOf(text, '\\ud'); i !== -1; i = stringIndexOf(text, '\\ud', i + 1)) {
+        let k = i;
+        while (k > 0 && charCodeAt(text, k - 1) === 0x5c) k--;
+        const c = charCodeAt(text, i + 3);
+        if (((i - k) & 1) === 0 && ((c >= 0x38 && c <= 0x39) || (c >= 0x61 && c <= 0x66))) return true;
+      }
+      return false;
+    }
+
+    // JSON.stringify that refuses lone surrogates (TypeError): JSON.stringify
+    // would escape them, and the host (strict UTF-8) must not receive a value
+    // it cannot represent. One native stringify and a scan of its output, no
+    // replacer (issue 19: a replacer is a JS call per member and value).
+    function strictStringify(value) {
+      const text = stringify(value);
+      if (text !== undefined && hasLoneSurrogate(text)) throw new TypeErrorCtor('a string or member name holds a lone surrogate');
+      return text;
     }
 
     // Deepest nesting of arrays/objects in JSON text.
@@ -130,12 +181,13 @@
     function resultFrame(id, value) {
       let text;
       try {
-        text = stringify(value, strictReplacer);
+        text = strictStringify(value);
       } catch (e) {
         return errorFrame(id, { name: 'TypeError', message: 'the result is not JSON-serializable: ' + describe(e).message });
       }
       if (text === undefined) text = 'null';  // undefined, functions, symbols
-      if (depthOf(text) > maxDepth) {
+      // Nesting deeper than maxDepth takes more than 2 * maxDepth characters.
+      if (text.length > 2 * maxDepth && depthOf(text) > maxDepth) {
         return errorFrame(id, { name: 'RangeError', message: 'the result nests deeper than ' + maxDepth + ' levels' });
       }
       return '{"type":"result","id":' + id + ',"value":' + text + '}';
@@ -189,7 +241,7 @@
       if (signal !== undefined && signalAborted(signal)) return PromiseCtor.reject(signalReason(signal));
       let text;
       try {
-        text = stringify(args, strictReplacer);
+        text = strictStringify(args);
       } catch (e) {
         return PromiseCtor.reject(capabilityError('invalid_request', 'the ' + op + ' request is not JSON-serializable: ' + describe(e).message));
       }
@@ -248,6 +300,7 @@
     // the host too (an "abort" frame).
     async function fetchFor(call, input, init) {
       init = init === undefined || init === null ? {} : init;
+      const RequestCtor = requestClass(), HeadersCtor = headersClass(), ResponseCtor = responseClass();
       const isRequest = input instanceof RequestCtor;
       const url = isRequest ? input.url : input instanceof URLCtor ? input.href : StringCtor(input);
       const method = init.method !== undefined ? StringCtor(init.method) : isRequest ? input.method : 'GET';
@@ -276,6 +329,24 @@
     // Outside a call (before the first one) the global fetch is refused.
     const idleFetch = () => PromiseCtor.reject(capabilityError('denied', 'fetch can be used only while the tool is being called'));
 
+    // The call's AbortSignal, made on first use (issue 19: making one and
+    // aborting it at every call's end was half of the harness's work in a
+    // warm call that never looks at it). Asked for after the call ended (a
+    // saved context), it is already aborted, as it would have been.
+    function signalOf(call) {
+      if (call.controller === null) {
+        call.controller = new AbortControllerCtor();
+        if (call.ended) abortCall(call);
+      }
+      return controllerSignal(call.controller);
+    }
+
+    function abortCall(call) {
+      try {
+        abortControllerAbort(call.controller, capabilityError('cancelled', 'call ' + call.id + ' has ended'));
+      } catch { /* a listener threw: it was the tool's */ }
+    }
+
     // A fresh, frozen context for one call: every capability in it is bound to
     // that call and refused once it has ended; `signal` aborts when it ends.
     function contextFor(call) {
@@ -283,7 +354,7 @@
       const callFetch = function fetch(input, init) { return fetchFor(call, input, init); };
       return freeze({
         fetch: callFetch,
-        signal: controllerSignal(call.controller),
+        get signal() { return signalOf(call); },
         createSubtasksResult: (drafts) => req('createSubtasksResult', { drafts }),
         resolveInvocation: (name) => req('resolveInvocation', { name: StringCtor(name) }),
         storage: freeze({
@@ -302,9 +373,7 @@
     function endCall(call) {
       call.ended = true;
       call.waiting = new MapCtor();
-      try {
-        abortControllerAbort(call.controller, capabilityError('cancelled', 'call ' + call.id + ' has ended'));
-      } catch { /* a listener threw: it was the tool's */ }
+      if (call.controller !== null) abortCall(call);
     }
 
     // --- Host frames in -------------------------------------------------------
@@ -328,7 +397,7 @@
     }
 
     async function runCall(id, args) {
-      const call = { id, waiting: new MapCtor(), controller: new AbortControllerCtor(), ended: false };
+      const call = { id, waiting: new MapCtor(), controller: null, ended: false };  // controller: signalOf()
       current = call;
       logBytes = 0;
       const context = contextFor(call);

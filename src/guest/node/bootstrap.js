@@ -172,8 +172,13 @@
     for (;;) {
       const newline = bytesIndexOf(chunk, 10, start);
       if (newline === -1) break;
-      pending.push(bytesSubarray(chunk, start, newline));
-      const line = bufferToString(bufferConcat(pending), 'utf8');
+      let line;
+      if (pending.length === 0) {
+        line = bufferToString(chunk, 'utf8', start, newline);  // the common case: no copy of the bytes
+      } else {
+        pending.push(bytesSubarray(chunk, start, newline));
+        line = bufferToString(bufferConcat(pending), 'utf8');
+      }
       pending = [];
       pendingBytes = 0;
       start = newline + 1;

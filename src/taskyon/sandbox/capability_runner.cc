@@ -27,8 +27,14 @@ struct CapabilityRunner::Job {
 
 CapabilityRunner::CapabilityRunner(std::string_view revision, Capabilities* capabilities,
                                    std::chrono::steady_clock::time_point deadline)
-    : revision_(revision), capabilities_(capabilities), deadline_(deadline),
-      fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}
+    : revision_(revision), capabilities_(capabilities), deadline_(deadline) {}
+
+// The eventfd is made with the first request that needs the helper thread, so
+// a call that makes none costs no descriptor (issue 19: per-call syscalls).
+bool CapabilityRunner::ready_fd() {
+  if (fd_ < 0) fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  return fd_ >= 0;
+}
 
 CapabilityRunner::~CapabilityRunner() {
   stop();
@@ -47,7 +53,7 @@ void CapabilityRunner::enqueue(std::uint64_t req, CapabilityOp op, json::Value a
         max_frame_bytes);
     return;
   }
-  if (fd_ < 0) {
+  if (!ready_fd()) {
     out += protocol::encode_cap_reply(req, CapabilityReply::failure("denied", "the host cannot serve requests now"),
                                       max_frame_bytes);
     return;
@@ -75,7 +81,7 @@ void CapabilityRunner::enqueue_stale(std::uint64_t req, CapabilityOp op, json::V
       "denied", fmt::format("{} refused: this context belongs to call {}, which has ended (each call gets its own "
                             "context)",
                             capability_op_name(op), ended_call));
-  if (!capabilities_ || fd_ < 0 || queued_.size() >= kMaxQueuedRequests) {
+  if (!capabilities_ || !ready_fd() || queued_.size() >= kMaxQueuedRequests) {
     out += protocol::encode_cap_reply(req, reply, max_frame_bytes);
     return;
   }

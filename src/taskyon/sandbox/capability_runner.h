@@ -40,6 +40,7 @@ class CapabilityRunner {
   CapabilityRunner& operator=(const CapabilityRunner&) = delete;
 
   // Readable (POLLIN) once the running request has finished; then collect().
+  // -1 until the first request that runs on the helper thread (made lazily).
   int fd() const;
 
   // A new request: started at once when none runs, else queued. Replies that
@@ -68,6 +69,7 @@ class CapabilityRunner {
  private:
   struct Job;
   void start_next(std::string& out, std::size_t max_frame_bytes);
+  bool ready_fd();  // makes fd_ if it is not made yet; false when eventfd fails
 
   std::string revision_;
   Capabilities* capabilities_;

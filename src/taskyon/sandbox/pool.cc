@@ -2,12 +2,15 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
+#include <deque>
 #include <exception>
 #include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <set>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -38,6 +41,7 @@ struct Slot {
   std::mutex call_mu;                // held for a whole call, start and load included
   std::shared_ptr<Sandbox> sandbox;  // guarded by Pool::Impl::mu; null when none is live
   std::uint64_t last_used = 0;       // guarded by Pool::Impl::mu; larger is more recent
+  std::string code;                  // guarded by call_mu: the code `sandbox` was loaded with
 };
 
 // Why a sandbox is destroyed after a call that ended with `status`; empty: it is not.
@@ -55,6 +59,7 @@ std::string failure_reason(Status status) {
 
 struct Pool::Impl {
   explicit Impl(RuntimeConfig c) : config(std::move(c)) {}
+  ~Impl() { stop_filler(); }
 
   const RuntimeConfig config;
   Launcher launcher;  // declared first, so it outlives every sandbox below
@@ -68,6 +73,101 @@ struct Pool::Impl {
   std::function<void(const Destruction&)> observer;  // guarded by mu
   std::optional<std::string> interrupted;            // guarded by mu: interrupt()'s reason once called
   std::atomic<bool> interrupted_flag{false};
+  // Pre-started sandboxes (RuntimeConfig::prestart): hardened, started, no
+  // revision and no code yet; the filler thread keeps `prestart` of them.
+  std::deque<std::shared_ptr<Sandbox>> spares;  // guarded by mu
+  std::condition_variable filler_cv;            // with mu: a spare was taken, or the pool ends
+  bool stopping = false;                        // guarded by mu: the pool is being destroyed
+  std::thread filler;
+
+  void start_filler() {
+    if (config.prestart == 0) return;
+    filler = std::thread([this] { fill(); });
+  }
+
+  void stop_filler() {
+    {
+      std::lock_guard lock(mu);
+      stopping = true;
+    }
+    filler_cv.notify_all();
+    if (filler.joinable()) filler.join();
+  }
+
+  // The filler thread: starts spares until there are `prestart`, then waits
+  // for one to be taken. A spare is started only when the memory budget has
+  // room for it (kSandboxStartBytes); a failure to start waits for the next
+  // take (or 1 s), never spins.
+  void fill() {
+    std::unique_lock lock(mu);
+    while (!stopping) {
+      if (interrupted || spares.size() >= config.prestart) {
+        filler_cv.wait(lock);
+        continue;
+      }
+      lock.unlock();
+      std::shared_ptr<Sandbox> spare;
+      auto exe = node_path();
+      if (exe && budget_has_room(kSandboxStartBytes)) {
+        auto started = Sandbox::start(launcher, *exe, config, std::string(), Mode::retained);
+        if (started) spare = std::move(*started);
+      }
+      lock.lock();
+      if (!spare) {
+        filler_cv.wait_for(lock, std::chrono::seconds(1));
+        continue;
+      }
+      if (stopping || interrupted) {
+        const std::string reason = stopping ? std::string("shutdown") : *interrupted;
+        record(*spare, reason);
+        spare->kill(reason);
+        lock.unlock();
+        spare.reset();  // reaped outside the lock
+        lock.lock();
+        continue;
+      }
+      spares.push_back(std::move(spare));
+    }
+  }
+
+  // A pre-started sandbox for a fresh call, or null. One that died or wrote
+  // while it waited is destroyed (its reason recorded) and the next is tried.
+  std::shared_ptr<Sandbox> take_spare() {
+    if (config.prestart == 0) return nullptr;
+    for (;;) {
+      std::shared_ptr<Sandbox> spare;
+      {
+        std::lock_guard lock(mu);
+        if (spares.empty()) return nullptr;
+        spare = std::move(spares.front());
+        spares.pop_front();
+      }
+      filler_cv.notify_all();
+      auto why = spare->idle_check();
+      if (!why) return spare;
+      {
+        std::lock_guard lock(mu);
+        record(*spare, *why);
+      }
+      spare->kill(*why);
+    }
+  }
+
+  // RSS (never below PSS) of every live sandbox plus `room` fits the budget.
+  bool budget_has_room(std::uint64_t room) {
+    if (config.memory_budget_bytes == 0) return true;
+    std::vector<std::shared_ptr<Sandbox>> live;
+    {
+      std::lock_guard lock(mu);
+      for (const auto& [_, slot] : slots)
+        if (slot->sandbox) live.push_back(slot->sandbox);
+      for (const auto& sandbox : disposables) live.push_back(sandbox);
+      for (const auto& sandbox : spares) live.push_back(sandbox);
+    }
+    std::uint64_t total = room;
+    for (const auto& sandbox : live) total += sandbox->resident_bytes().value_or(0);
+    return total <= config.memory_budget_bytes;
+  }
 
   // A call the pool will not run because it was interrupted.
   CallOutcome refused(bool fresh) const {
@@ -114,10 +214,11 @@ struct Pool::Impl {
   std::vector<std::shared_ptr<Sandbox>> enforce_budget(const Slot* keep, std::uint64_t room) {
     if (config.memory_budget_bytes == 0) return {};
     struct Live {
-      std::shared_ptr<Slot> slot;  // null: a disposable sandbox (in use, never evicted)
+      std::shared_ptr<Slot> slot;  // null: a disposable sandbox (in use, never evicted) or a spare
       std::shared_ptr<Sandbox> sandbox;
       std::uint64_t last_used = 0;
       std::uint64_t bytes = 0;
+      bool spare = false;  // pre-started, not loaded: the first to go
     };
     std::vector<Live> live;
     {
@@ -125,20 +226,32 @@ struct Pool::Impl {
       for (const auto& [_, slot] : slots)
         if (slot->sandbox) live.push_back({slot, slot->sandbox, slot->last_used, 0});
       for (const auto& sandbox : disposables) live.push_back({nullptr, sandbox, 0, 0});
+      for (const auto& sandbox : spares) live.push_back({nullptr, sandbox, 0, 0, true});
     }
     const std::uint64_t budget = config.memory_budget_bytes;
     std::uint64_t total = 0;
-    for (const Live& l : live) total += resident_bytes(l.sandbox->pid()).value_or(0);
+    for (const Live& l : live) total += l.sandbox->resident_bytes().value_or(0);
     if (total + room <= budget) return {};
     total = 0;
     for (Live& l : live) total += l.bytes = proportional_bytes(l.sandbox->pid()).value_or(0);
     if (total + room <= budget) return {};
-    std::sort(live.begin(), live.end(), [](const Live& a, const Live& b) { return a.last_used < b.last_used; });
+    std::sort(live.begin(), live.end(), [](const Live& a, const Live& b) {
+      return a.spare != b.spare ? a.spare : a.last_used < b.last_used;
+    });
     std::vector<std::shared_ptr<Sandbox>> doomed;
     {
       std::lock_guard lock(mu);
       for (const Live& l : live) {
         if (total + room <= budget) break;
+        if (l.spare) {
+          auto it = std::find(spares.begin(), spares.end(), l.sandbox);
+          if (it == spares.end()) continue;  // taken meanwhile
+          spares.erase(it);
+          record(*l.sandbox, "memory_budget");
+          doomed.push_back(l.sandbox);
+          total -= std::min(total, l.bytes);
+          continue;
+        }
         if (!l.slot || l.slot.get() == keep || l.slot->sandbox != l.sandbox || !l.slot->call_mu.try_lock()) continue;
         record(*l.sandbox, "memory_budget");
         doomed.push_back(std::move(l.slot->sandbox));
@@ -185,7 +298,7 @@ struct Pool::Impl {
   // Loads the code into a fresh sandbox (when `fresh`) and runs the call.
   // Sets outcome.destroyed to the reason the sandbox must go, if it must; the
   // caller destroys it.
-  Result<CallOutcome> run(Sandbox& sandbox, bool fresh, const CallRequest& request, const std::string& load_frame,
+  Result<CallOutcome> run(Sandbox& sandbox, bool fresh, const CallRequest& request, std::string_view load_frame,
                           std::uint64_t id, const std::string& call_frame, Deadline deadline) {
     CallOutcome outcome;
     outcome.fresh_sandbox = fresh;
@@ -206,8 +319,7 @@ struct Pool::Impl {
     return called;
   }
 
-  Result<CallOutcome> call_retained(const CallRequest& request, const std::string& node_exe,
-                                    const std::string& load_frame, std::uint64_t id,
+  Result<CallOutcome> call_retained(const CallRequest& request, const std::string& node_exe, std::uint64_t id,
                                     const std::string& call_frame, Deadline deadline) {
     std::shared_ptr<Slot> slot;
     {
@@ -230,13 +342,29 @@ struct Pool::Impl {
       }
     }
     const bool fresh = !sandbox;
+    // The load frame is encoded once per sandbox (issue 19): only a fresh one
+    // needs it; a warm call whose code differs from what its sandbox loaded
+    // has it checked all the same (bad_usage before the sandbox is used).
+    std::string load_frame;
+    if (fresh || slot->code != request.tool.code) {
+      auto encoded = protocol::encode_load(request.tool.code, config.max_frame_bytes);
+      if (!encoded) return std::unexpected(std::move(encoded.error()));
+      load_frame = std::move(*encoded);
+    }
     if (fresh) {
       evict_for_room(slot.get());
-      enforce_budget(slot.get(), kSandboxStartBytes);
-      auto started = Sandbox::start(launcher, node_exe, config, request.tool.revision, Mode::retained);
-      if (!started) return std::unexpected(std::move(started.error()));
-      sandbox = std::move(*started);
-      sandbox->set_name(request.tool.name);
+      sandbox = take_spare();
+      if (sandbox) {
+        std::lock_guard lock(mu);
+        sandbox->bind(request.tool.revision, request.tool.name);  // M3: the host binds it, with its load frame
+      } else {
+        enforce_budget(slot.get(), kSandboxStartBytes);
+        auto started = Sandbox::start(launcher, node_exe, config, request.tool.revision, Mode::retained);
+        if (!started) return std::unexpected(std::move(started.error()));
+        sandbox = std::move(*started);
+        sandbox->set_name(request.tool.name);
+      }
+      slot->code = request.tool.code;
       std::lock_guard lock(mu);
       if (interrupted) {  // interrupt() ran while this one started: it never takes the call
         record(*sandbox, *interrupted);
@@ -256,9 +384,10 @@ struct Pool::Impl {
     return outcome;
   }
 
-  Result<CallOutcome> call_disposable(const CallRequest& request, const std::string& node_exe,
-                                      const std::string& load_frame, std::uint64_t id,
+  Result<CallOutcome> call_disposable(const CallRequest& request, const std::string& node_exe, std::uint64_t id,
                                       const std::string& call_frame, Deadline deadline) {
+    auto load_frame = protocol::encode_load(request.tool.code, config.max_frame_bytes);
+    if (!load_frame) return std::unexpected(std::move(load_frame.error()));
     auto started = Sandbox::start(launcher, node_exe, config, request.tool.revision, Mode::disposable);
     if (!started) return std::unexpected(std::move(started.error()));
     std::shared_ptr<Sandbox> sandbox = std::move(*started);
@@ -274,7 +403,7 @@ struct Pool::Impl {
       }
       disposables.insert(sandbox);
     }
-    auto outcome = run(*sandbox, /*fresh=*/true, request, load_frame, id, call_frame, deadline);
+    auto outcome = run(*sandbox, /*fresh=*/true, request, *load_frame, id, call_frame, deadline);
     std::string reason = outcome && outcome->destroyed ? *outcome->destroyed
                          : outcome                     ? std::string("disposable")
                                                        : std::string("crashed");
@@ -291,12 +420,18 @@ struct Pool::Impl {
   }
 };
 
-Pool::Pool(RuntimeConfig config) : impl_(std::make_unique<Impl>(std::move(config))) {}
+Pool::Pool(RuntimeConfig config) : impl_(std::make_unique<Impl>(std::move(config))) { impl_->start_filler(); }
 
 Pool::~Pool() {
+  impl_->stop_filler();
   std::vector<std::shared_ptr<Sandbox>> doomed;
   {
     std::lock_guard lock(impl_->mu);
+    for (auto& spare : impl_->spares) {
+      impl_->record(*spare, "shutdown");
+      doomed.push_back(std::move(spare));
+    }
+    impl_->spares.clear();
     for (auto& [revision, slot] : impl_->slots) {
       if (!slot->sandbox) continue;
       impl_->record(*slot->sandbox, "shutdown");
@@ -318,16 +453,14 @@ Result<CallOutcome> Pool::call(const CallRequest& request) {
     const Deadline deadline = started + request.timeout;
     auto node = impl_->node_path();
     if (!node) return std::unexpected(std::move(node.error()));
-    auto load_frame = protocol::encode_load(request.tool.code, impl_->config.max_frame_bytes);
-    if (!load_frame) return std::unexpected(std::move(load_frame.error()));
     const std::uint64_t id = impl_->next_call_id.fetch_add(1);
     auto call_frame = protocol::encode_call(id, request.args, impl_->config.max_frame_bytes);
     if (!call_frame) return std::unexpected(std::move(call_frame.error()));
 
     if (impl_->interrupted_flag.load()) return impl_->refused(false);
     auto outcome = request.mode == Mode::disposable
-                       ? impl_->call_disposable(request, *node, *load_frame, id, *call_frame, deadline)
-                       : impl_->call_retained(request, *node, *load_frame, id, *call_frame, deadline);
+                       ? impl_->call_disposable(request, *node, id, *call_frame, deadline)
+                       : impl_->call_retained(request, *node, id, *call_frame, deadline);
     if (!outcome) return outcome;
     // After every call: back inside the budget. The sandbox just used is the
     // most recently used, so it goes last.
@@ -391,7 +524,13 @@ void Pool::interrupt(std::string_view reason) {
       doomed.push_back(sandbox);
     }
     impl_->disposables.clear();
+    for (auto& spare : impl_->spares) {
+      impl_->record(*spare, std::string(reason));
+      doomed.push_back(std::move(spare));
+    }
+    impl_->spares.clear();
   }
+  impl_->filler_cv.notify_all();
   for (const auto& sandbox : doomed) sandbox->kill(reason);
   // Each is reaped (its directory removed) here unless a call still holds it;
   // that call ends when its child dies and drops the last reference.
@@ -424,6 +563,7 @@ std::vector<SandboxInfo> Pool::sandboxes() const {
     if (slot->sandbox) add(*slot->sandbox);
   }
   for (const auto& sandbox : impl_->disposables) add(*sandbox);
+  for (const auto& sandbox : impl_->spares) add(*sandbox);
   return infos;
 }
 

@@ -72,6 +72,18 @@ struct RuntimeConfig {
   JsRuntime runtime = JsRuntime::node;        // which runtime every sandbox of the pool runs
   std::string deno_path;                      // empty: `deno` on PATH, else the project-local install
                                               // (runtime.h find_deno)
+  // Pre-started sandboxes (issue 19), for a long-lived host: how many
+  // started, not yet loaded sandboxes the pool keeps ready, so the first call
+  // of a revision skips the runtime's start; 0 (the default, the one-shot
+  // CLI): none. A pool thread starts them at creation and after one is taken,
+  // each exactly as a fresh sandbox is started (same hardening, environment,
+  // limits, own directory) and only when the memory budget has room for
+  // kSandboxStartBytes more. One takes its revision with its load frame, when
+  // a retained call needs a fresh sandbox (M3: the host binds it). They count
+  // in the memory budget (destroyed first, "memory_budget"), not in max_live;
+  // listed by sandboxes() with an empty revision; destroyed with a recorded
+  // reason ("shutdown", interrupt()'s, "crashed" when one died waiting).
+  std::size_t prestart = 0;
 };
 
 // What a sandbox runs. The revision is the identity bound to the channel.
@@ -215,8 +227,9 @@ struct Destruction {
 class Pool {
  public:
   explicit Pool(RuntimeConfig config = {});
-  ~Pool();  // destroys every sandbox: SIGKILL to its process group, then reaped;
-            // no call may be running on another thread
+  ~Pool();  // stops starting pre-started sandboxes, then destroys every sandbox:
+            // SIGKILL to its process group, then reaped; no call may be
+            // running on another thread
   Pool(const Pool&) = delete;
   Pool& operator=(const Pool&) = delete;
 
@@ -256,7 +269,8 @@ class Pool {
   // Revisions with a live retained sandbox.
   std::vector<std::string> live() const;
 
-  // Every live sandbox, retained ones and disposable ones in use.
+  // Every live sandbox, retained ones, disposable ones in use, and
+  // pre-started ones (RuntimeConfig::prestart: empty revision and name).
   std::vector<SandboxInfo> sandboxes() const;
 
   // Every destruction so far, oldest first.

@@ -92,13 +92,25 @@ Result<std::string> encode_load(std::string_view code, std::size_t max_frame_byt
 }
 
 Result<std::string> encode_call(std::uint64_t id, const json::Value& args, std::size_t max_frame_bytes) {
-  auto line = dump_line(json::Value{{"type", "call"}, {"id", id}, {"args", args}});
-  if (!line) return fail(Errc::invalid_arguments, "the call arguments hold a string that is not valid UTF-8");
-  if (line->size() > max_frame_bytes) {
+  // The args are dumped straight into the frame: no copy of their DOM
+  // (issue 19: the copy was 88 % of the host's time at 100 KiB).
+  std::string body;
+  try {
+    body = args.dump(-1, ' ', false, json::Value::error_handler_t::strict);
+  } catch (const json::Value::exception&) {
+    return fail(Errc::invalid_arguments, "the call arguments hold a string that is not valid UTF-8");
+  }
+  // Members in the order nlohmann writes them (sorted), as before.
+  const std::string tail = fmt::format(R"(,"id":{},"type":"call"}})" "\n", id);
+  constexpr std::string_view head = R"({"args":)";
+  if (head.size() + body.size() + tail.size() > max_frame_bytes) {
     return fail(Errc::invalid_arguments,
                 fmt::format("the call arguments do not fit in one {}-byte frame", max_frame_bytes));
   }
-  return std::move(*line);
+  std::string line;
+  line.reserve(head.size() + body.size() + tail.size());
+  line.append(head).append(body).append(tail);
+  return line;
 }
 
 std::expected<Frame, Violation> parse_load_reply(std::string_view line) {

@@ -1,5 +1,6 @@
 #include "taskyon/sandbox/sandbox.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -8,6 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -19,6 +21,7 @@
 
 #include "taskyon/sandbox/capability_runner.h"
 #include "taskyon/sandbox/guest.h"
+#include "taskyon/sandbox/memory.h"
 #include "taskyon/sandbox/runtime.h"
 #include "taskyon/sandbox/workdir.h"
 
@@ -187,7 +190,20 @@ Sandbox::Sandbox(std::unique_ptr<Child> child, std::string workdir, std::string 
                  const RuntimeConfig& config)
     : child_(std::move(child)), workdir_(std::move(workdir)), revision_(std::move(revision)), mode_(mode),
       max_frame_bytes_(config.max_frame_bytes), max_log_bytes_(config.max_log_bytes),
-      reader_(config.max_frame_bytes) {}
+      reader_(config.max_frame_bytes), chunk_(std::make_unique_for_overwrite<char[]>(kChunk)),
+      statm_(::open(fmt::format("/proc/{}/statm", child_->pid()).c_str(), O_RDONLY | O_CLOEXEC)) {}
+
+std::optional<std::uint64_t> Sandbox::resident_bytes() const {
+  if (!statm_) return sandbox::resident_bytes(pid());
+  char text[128];
+  const ssize_t n = ::pread(statm_.get(), text, sizeof text - 1, 0);
+  if (n <= 0) return std::nullopt;  // the child is gone
+  text[n] = '\0';
+  unsigned long long size = 0, resident = 0;
+  if (std::sscanf(text, "%llu %llu", &size, &resident) != 2) return std::nullopt;
+  static const auto page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+  return static_cast<std::uint64_t>(resident) * page;
+}
 
 Result<std::shared_ptr<Sandbox>> Sandbox::start(Launcher& launcher, const std::string& runtime,
                                                 const RuntimeConfig& config, std::string revision, Mode mode) {
@@ -233,18 +249,55 @@ std::optional<std::string> Sandbox::killed_reason() const {
   return killed_reason_;
 }
 
-// Writes `out` to the child's stdin while reading its stdout (frames, handed to
-// on_line) and stderr (into `logs`), until on_line reports the terminal frame,
-// the deadline passes, `cancel` fires, the child closes fd 1 or exits, or a
-// frame is refused. on_line(std::string line, std::string& out) ->
-// std::expected<bool, protocol::Violation>: true for the terminal frame; it may
-// append frames to `out` (capability replies), which are written in order.
-template <typename OnLine, typename OnExtra>
-Sandbox::Ended Sandbox::exchange(std::string out, Deadline deadline, const CancelToken& cancel, OnLine&& on_line,
-                                 LogBook& logs, int extra_fd, OnExtra&& on_extra) {
-  std::string chunk(kChunk, '\0');
-  std::size_t sent = 0;
+// Writes `first` (then any frames on_line/on_extra append to `out`) to the
+// child's stdin while reading its stdout (frames, handed to on_line) and
+// stderr (into `logs`), until on_line reports the terminal frame, the deadline
+// passes, `cancel` fires, the child closes fd 1 or exits, or a frame is
+// refused. on_line(std::string line, std::string& out) ->
+// std::expected<bool, protocol::Violation>: true for the terminal frame; it
+// may append frames to `out` (capability replies), which are written in order.
+// The common case costs one write (the frame fits in the pipe: written before
+// any poll), one blocking poll and one read of fd 1 (issue 19), plus the read
+// of fd 2 that finish() makes; the read buffer is the sandbox's own.
+template <typename OnLine, typename ExtraFd, typename OnExtra>
+Sandbox::Ended Sandbox::exchange(std::string_view first, Deadline deadline, const CancelToken& cancel,
+                                 OnLine&& on_line, LogBook& logs, ExtraFd&& extra_fd, OnExtra&& on_extra) {
+  char* const chunk = chunk_.get();
+  std::string out;     // frames due after `first`
+  std::size_t sent = 0;  // bytes of `out` written
   bool stdin_open = true;
+  auto want_write = [&] { return stdin_open && (!first.empty() || sent < out.size()); };
+
+  // Writes what is due until the pipe is full; false when fd 0 is gone (EPIPE).
+  auto flush = [&]() -> bool {
+    while (want_write()) {
+      const std::string_view due = !first.empty() ? first : std::string_view(out).substr(sent);
+      const ssize_t n = write_no_sigpipe(child_->stdin_fd(), due.data(), due.size());
+      if (n > 0) {
+        if (!first.empty()) {
+          first.remove_prefix(static_cast<std::size_t>(n));
+        } else if ((sent += static_cast<std::size_t>(n)) == out.size()) {
+          out.clear();  // all written: later replies start a fresh buffer
+          sent = 0;
+        }
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && errno == EAGAIN) return true;  // the pipe is full: poll for POLLOUT
+      stdin_open = false;
+      return false;
+    }
+    return true;
+  };
+  // EPIPE: frames for the child can no longer arrive. If it exited, the
+  // pidfd says so; if it only closed fd 0, it broke the protocol.
+  auto input_closed = [&]() -> std::optional<Ended> {
+    pollfd gone{child_->pidfd(), POLLIN, 0};
+    if (child_->pidfd() < 0 || ::poll(&gone, 1, 50) == 0) {
+      return Ended{End::violation, "the sandbox closed its protocol input (fd 0)"};
+    }
+    return std::nullopt;
+  };
 
   // Hands every complete line to on_line; nullopt when the exchange goes on.
   auto take_lines = [&]() -> std::optional<Ended> {
@@ -258,11 +311,11 @@ Sandbox::Ended Sandbox::exchange(std::string out, Deadline deadline, const Cance
   // Reads what the child wrote to fd 1 until it would block, at most `rounds` reads.
   auto read_stdout = [&](int rounds) -> std::optional<Ended> {
     for (int i = 0; i < rounds; ++i) {
-      const ssize_t n = ::read(child_->stdout_fd(), chunk.data(), chunk.size());
+      const ssize_t n = ::read(child_->stdout_fd(), chunk, kChunk);
       if (n < 0 && errno == EINTR) continue;
       if (n < 0 && errno == EAGAIN) return std::nullopt;
       if (n <= 0) return Ended{End::closed, {}};
-      if (!reader_.feed(std::string_view(chunk.data(), static_cast<std::size_t>(n)))) {
+      if (!reader_.feed(std::string_view(chunk, static_cast<std::size_t>(n)))) {
         return Ended{End::violation, fmt::format("the sandbox sent a line longer than {} bytes", max_frame_bytes_)};
       }
       if (auto ended = take_lines()) return ended;
@@ -271,14 +324,14 @@ Sandbox::Ended Sandbox::exchange(std::string out, Deadline deadline, const Cance
   };
   auto read_stderr = [&](int rounds) {
     for (int i = 0; i < rounds && stderr_open_; ++i) {
-      const ssize_t n = ::read(child_->stderr_fd(), chunk.data(), chunk.size());
+      const ssize_t n = ::read(child_->stderr_fd(), chunk, kChunk);
       if (n < 0 && errno == EINTR) continue;
       if (n < 0 && errno == EAGAIN) return;
       if (n <= 0) {
         stderr_open_ = false;
         return;
       }
-      logs.add_stderr(std::string_view(chunk.data(), static_cast<std::size_t>(n)));
+      logs.add_stderr(std::string_view(chunk, static_cast<std::size_t>(n)));
     }
   };
   auto finish = [&](Ended ended) {
@@ -288,46 +341,35 @@ Sandbox::Ended Sandbox::exchange(std::string out, Deadline deadline, const Cance
   };
 
   if (auto ended = take_lines()) return finish(std::move(*ended));  // lines held from before
+  if (!flush()) {
+    if (auto ended = input_closed()) return finish(std::move(*ended));
+  }
   for (;;) {
     if (cancel.cancelled()) return finish(Ended{End::cancelled, {}});
     const auto now = Clock::now();
     if (now >= deadline) return finish(Ended{End::timeout, {}});
     pollfd fds[6];
     int count = 0;
-    const int out_at = count;
+    const int out_at = count;  // fd 1 before fd 2: see read_stderr in finish()
     fds[count++] = {child_->stdout_fd(), POLLIN, 0};
     const int err_at = stderr_open_ ? count : -1;
     if (err_at >= 0) fds[count++] = {child_->stderr_fd(), POLLIN, 0};
-    const int in_at = stdin_open && sent < out.size() ? count : -1;
+    const int in_at = want_write() ? count : -1;
     if (in_at >= 0) fds[count++] = {child_->stdin_fd(), POLLOUT, 0};
     const int pid_at = child_->pidfd() >= 0 ? count : -1;
     if (pid_at >= 0) fds[count++] = {child_->pidfd(), POLLIN, 0};
     if (cancel.fd() >= 0) fds[count++] = {cancel.fd(), POLLIN, 0};  // wakes the poll; checked above
-    const int extra_at = extra_fd >= 0 ? count : -1;
-    if (extra_at >= 0) fds[count++] = {extra_fd, POLLIN, 0};
+    const int extra = extra_fd();
+    const int extra_at = extra >= 0 ? count : -1;
+    if (extra_at >= 0) fds[count++] = {extra, POLLIN, 0};
     const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - now).count();
     const int ready = ::poll(fds, static_cast<nfds_t>(count), static_cast<int>(std::min<long long>(left, INT_MAX)));
     if (ready < 0) {
       if (errno == EINTR) continue;
       return finish(Ended{End::closed, {}});
     }
-    if (in_at >= 0 && fds[in_at].revents != 0) {
-      const ssize_t n = write_no_sigpipe(child_->stdin_fd(), out.data() + sent, out.size() - sent);
-      if (n > 0) {
-        sent += static_cast<std::size_t>(n);
-        if (sent == out.size()) {  // all written: later replies start a fresh buffer
-          out.clear();
-          sent = 0;
-        }
-      } else if (n < 0 && errno != EAGAIN && errno != EINTR) {
-        // EPIPE: frames for the child can no longer arrive. If it exited, the
-        // pidfd says so below; if it only closed fd 0, it broke the protocol.
-        stdin_open = false;
-        pollfd gone{child_->pidfd(), POLLIN, 0};
-        if (child_->pidfd() < 0 || ::poll(&gone, 1, 50) == 0) {
-          return finish(Ended{End::violation, "the sandbox closed its protocol input (fd 0)"});
-        }
-      }
+    if (in_at >= 0 && fds[in_at].revents != 0 && !flush()) {
+      if (auto ended = input_closed()) return finish(std::move(*ended));
     }
     if (extra_at >= 0 && fds[extra_at].revents != 0) on_extra(out);  // may append frames to `out`
     if (err_at >= 0 && fds[err_at].revents != 0) read_stderr(1);
@@ -338,6 +380,9 @@ Sandbox::Ended Sandbox::exchange(std::string out, Deadline deadline, const Cance
       // The child exited: take whatever it wrote before, then it is closed.
       if (auto ended = read_stdout(INT_MAX)) return finish(std::move(*ended));
       return finish(Ended{End::closed, {}});
+    }
+    if (!flush()) {  // replies on_line or on_extra appended go out before the next wait
+      if (auto ended = input_closed()) return finish(std::move(*ended));
     }
   }
 }
@@ -362,7 +407,7 @@ Sandbox::Loaded Sandbox::load(std::string_view load_frame, Deadline deadline, co
     }
     return true;
   };
-  Ended ended = exchange(std::string(load_frame), deadline, cancel, on_line, logs, -1, [](std::string&) {});
+  Ended ended = exchange(load_frame, deadline, cancel, on_line, logs, [] { return -1; }, [](std::string&) {});
   loaded.logs = std::move(logs.entries);
   switch (ended.how) {
     case End::done:
@@ -457,7 +502,7 @@ CallOutcome Sandbox::call(std::uint64_t id, std::string_view call_frame, Deadlin
     }
   };
   auto on_done = [&](std::string& out) { runner.collect(out, max_frame_bytes_); };
-  Ended ended = exchange(std::string(call_frame), deadline, cancel, on_line, logs, runner.fd(), on_done);
+  Ended ended = exchange(call_frame, deadline, cancel, on_line, logs, [&] { return runner.fd(); }, on_done);
   switch (ended.how) {
     case End::done:
       break;
@@ -494,23 +539,38 @@ CallOutcome Sandbox::call(std::uint64_t id, std::string_view call_frame, Deadlin
 std::optional<std::string> Sandbox::idle_check() {
   if (killed_reason()) return std::string("terminated");
   if (reader_.overflowed() || reader_.holds_bytes()) return std::string("protocol_error");
-  if (child_->pidfd() >= 0) {
-    pollfd fd{child_->pidfd(), POLLIN, 0};
-    if (::poll(&fd, 1, 0) > 0) return std::string("crashed");
-  }
-  char byte;
-  ssize_t n;
+  // One poll that does not wait: nothing ready is the common case (issue 19).
+  pollfd fds[3];
+  nfds_t count = 0;
+  const int pid_at = child_->pidfd() >= 0 ? static_cast<int>(count) : -1;
+  if (pid_at >= 0) fds[count++] = {child_->pidfd(), POLLIN, 0};
+  const int out_at = static_cast<int>(count);
+  fds[count++] = {child_->stdout_fd(), POLLIN, 0};
+  const int err_at = stderr_open_ ? static_cast<int>(count) : -1;
+  if (err_at >= 0) fds[count++] = {child_->stderr_fd(), POLLIN, 0};
+  int ready;
   do {
-    n = ::read(child_->stdout_fd(), &byte, 1);
-  } while (n < 0 && errno == EINTR);
-  if (n > 0) return std::string("protocol_error");
-  if (n == 0 || errno != EAGAIN) return std::string("crashed");
-  std::string chunk(kChunk, '\0');
-  for (int i = 0; i < 16 && stderr_open_; ++i) {  // stderr between calls belongs to no call
-    n = ::read(child_->stderr_fd(), chunk.data(), chunk.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) break;
-    if (n == 0) stderr_open_ = false;
+    ready = ::poll(fds, count, 0);
+  } while (ready < 0 && errno == EINTR);
+  if (ready < 0) return std::string("crashed");
+  if (ready == 0) return std::nullopt;
+  if (pid_at >= 0 && fds[pid_at].revents != 0) return std::string("crashed");
+  if (fds[out_at].revents != 0) {
+    char byte;
+    ssize_t n;
+    do {
+      n = ::read(child_->stdout_fd(), &byte, 1);
+    } while (n < 0 && errno == EINTR);
+    if (n > 0) return std::string("protocol_error");
+    if (n == 0 || errno != EAGAIN) return std::string("crashed");
+  }
+  if (err_at >= 0 && fds[err_at].revents != 0) {
+    for (int i = 0; i < 16 && stderr_open_; ++i) {  // stderr between calls belongs to no call
+      const ssize_t n = ::read(child_->stderr_fd(), chunk_.get(), kChunk);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) break;
+      if (n == 0) stderr_open_ = false;
+    }
   }
   return std::nullopt;
 }

@@ -112,10 +112,20 @@ class Sandbox {
   std::optional<std::string> killed_reason() const;
 
   pid_t pid() const { return child_->pid(); }
+  // The child's RSS, bytes, as memory.h resident_bytes() reads it, through
+  // /proc/PID/statm opened once at start (one pread per reading: the memory
+  // budget reads it after every call). Safe from any thread.
+  std::optional<std::uint64_t> resident_bytes() const;
   const std::string& workdir() const { return workdir_; }
   const std::string& revision() const { return revision_; }
   const std::string& name() const { return name_; }
   void set_name(std::string name) { name_ = std::move(name); }  // before the sandbox is shared
+  // A pre-started sandbox (pool.h RuntimeConfig::prestart) takes its
+  // revision here, right before its load frame; under the pool's lock.
+  void bind(std::string revision, std::string name) {
+    revision_ = std::move(revision);
+    name_ = std::move(name);
+  }
   Mode mode() const { return mode_; }
 
  private:
@@ -128,9 +138,9 @@ class Sandbox {
     End how;
     std::string message;  // violation: what was wrong
   };
-  template <typename OnLine, typename OnExtra>
-  Ended exchange(std::string out, Deadline deadline, const CancelToken& cancel, OnLine&& on_line, LogBook& logs,
-                 int extra_fd, OnExtra&& on_extra);
+  template <typename OnLine, typename ExtraFd, typename OnExtra>
+  Ended exchange(std::string_view first, Deadline deadline, const CancelToken& cancel, OnLine&& on_line,
+                 LogBook& logs, ExtraFd&& extra_fd, OnExtra&& on_extra);
   std::string closed_message(std::string_view during);
 
   std::unique_ptr<Child> child_;
@@ -141,6 +151,8 @@ class Sandbox {
   std::size_t max_frame_bytes_;
   std::size_t max_log_bytes_;
   protocol::LineReader reader_;
+  std::unique_ptr<char[]> chunk_;  // one read from a pipe (kChunk bytes), reused by every call
+  Fd statm_;                       // /proc/PID/statm of the child, -1 if it could not be opened
   bool stderr_open_ = true;
   std::uint64_t last_req_ = 0;  // the last capability request number seen (they count 1, 2, 3… per sandbox)
   static constexpr std::size_t kPastCalls = 64;
