@@ -135,6 +135,9 @@ Result<sandbox::CallOutcome> execute(const tasks::ResolvedTool& tool, const json
       request.capabilities = capabilities;
       request.cancel = options.cancel;
       request.attribution = call_id;
+      request.session = options.session;
+      request.on_log = options.on_log;
+      request.on_progress = options.on_progress;
       return pool.call(request);
     }
     case registry::Execution::trusted_native: {

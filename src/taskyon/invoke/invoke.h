@@ -12,6 +12,9 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
+#include <string>
+#include <string_view>
 
 #include "taskyon/base/error.h"
 #include "taskyon/invoke/capabilities.h"
@@ -32,6 +35,12 @@ struct Options {
   // asks before its first run) and Python's isolation. Owned by the caller for
   // the session's lifetime (one tycli process); null: nothing is approved.
   native::Session* natives = nullptr;
+  // The long-lived host (host/host.h): the session whose retained sandbox
+  // runs the call (H3; empty: the one-shot CLI's), and log/progress frames as
+  // they arrive (sandboxed code only; sandbox::CallRequest::on_log/on_progress).
+  std::string session = {};
+  std::function<void(const sandbox::LogEntry&)> on_log = {};
+  std::function<void(double, double, std::string_view)> on_progress = {};
 };
 
 struct Invocation {

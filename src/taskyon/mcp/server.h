@@ -89,7 +89,7 @@ class Connection {
   // are) as text: -32700 for text that is not JSON, -32600 past
   // kMaxMessageBytes. Returns at once; tools/call runs on its own thread.
   void receive(std::string_view text);
-  void receive(const json::Value& message);
+  void receive_value(const json::Value& message);  // the same, already parsed
 
   // Cancels every running call (H5: sandboxes destroyed, calls stored as
   // Cancelled), waits for their threads, closes the host session. Nothing is
