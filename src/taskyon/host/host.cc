@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "taskyon/external/mcp.h"
 #include "taskyon/native/native.h"
 #include "taskyon/native/python.h"
 #include "taskyon/store/sandbox_log.h"
@@ -51,6 +52,7 @@ struct Host::Impl {
   std::vector<sandbox::Destruction> pending;
 
   std::unique_ptr<sandbox::Pool> pool;
+  std::unique_ptr<external::McpClients> mcp_clients;  // Options::keep_mcp_servers
 
   mutable std::mutex sessions_mu;
   std::condition_variable sessions_cv;  // a call ended
@@ -170,6 +172,7 @@ Result<std::unique_ptr<Host>> Host::open(Options options) {
   if (!st) return std::unexpected(std::move(st.error()));
   auto impl = std::make_unique<Impl>(std::move(options), std::move(*st));
   impl->pool = std::make_unique<sandbox::Pool>(impl->options.runtime);
+  if (impl->options.keep_mcp_servers) impl->mcp_clients = std::make_unique<external::McpClients>();
   Impl* raw = impl.get();
   impl->pool->on_destruction([raw](const sandbox::Destruction& d) {
     std::lock_guard lock(raw->pending_mu);
@@ -292,6 +295,7 @@ Result<CallResult> Host::call(const SessionId& session, const CallRequest& reque
   options.cancel = request.cancel;
   options.natives = natives;
   options.session = session;
+  options.mcp_clients = im.mcp_clients.get();
   if (request.events.on_log) options.on_log = request.events.on_log;
   if (request.events.on_progress)
     options.on_progress = [&request](double value, double total, std::string_view message) {
@@ -355,8 +359,9 @@ void Host::shutdown(std::string_view reason) {
     std::lock_guard lock(im.sessions_mu);
     im.sessions.clear();
   }
-  // Every retained sandbox of every session, recorded as `reason`.
+  // Every retained sandbox of every session, recorded as `reason`; every kept MCP server stopped.
   im.pool->interrupt(reason);
+  im.mcp_clients.reset();
   im.flush();
   {
     std::lock_guard lock(im.watchers_mu);

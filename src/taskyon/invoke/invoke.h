@@ -24,6 +24,10 @@
 #include "taskyon/tasks/scope.h"
 #include "taskyon/tasks/task.h"
 
+namespace taskyon::external {
+class McpClients;  // external/mcp.h
+}
+
 namespace taskyon::invoke {
 
 struct Options {
@@ -41,6 +45,9 @@ struct Options {
   std::string session = {};
   std::function<void(const sandbox::LogEntry&)> on_log = {};
   std::function<void(double, double, std::string_view)> on_progress = {};
+  // Imported MCP servers kept running between calls (the long-lived host);
+  // null: each call starts its server afresh (external::call_tool).
+  external::McpClients* mcp_clients = nullptr;
 };
 
 struct Invocation {
