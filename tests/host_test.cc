@@ -129,7 +129,9 @@ TEST_F(HostTest, ActivationChangesReachWatchersAndListButNotPinnedCalls) {
   auto after = host_->list_tools();
   ASSERT_TRUE(after.has_value());
   for (const auto& t : *after) {
-    if (t.name == "upper") EXPECT_EQ(t.revision, upper2_);
+    if (t.name == "upper") {
+      EXPECT_EQ(t.revision, upper2_);
+    }
   }
   auto s = host_->open_session("t");
   host::CallRequest r;

@@ -158,7 +158,9 @@ TEST_F(McpStdio, SdkClientSeesToolsResultsErrorsSessionsCancellationAndListChang
   // H6: list_changed arrived, the next tools/list names v2, a call by name runs v2, one pinned to v1 runs v1.
   EXPECT_EQ(seen["listChanged"], true) << all;
   for (const auto& t : seen["toolsAfter"]) {
-    if (t["name"] == "uppercase") EXPECT_EQ(t["_meta"]["taskyon/revision"], v2_);
+    if (t["name"] == "uppercase") {
+      EXPECT_EQ(t["_meta"]["taskyon/revision"], v2_);
+    }
   }
   EXPECT_EQ(structured(seen["upperV2"])["result"], "ABC!") << all;
   EXPECT_EQ(structured(seen["upperV1Pinned"])["result"], "ABC") << all;
