@@ -177,8 +177,11 @@ TEST_F(McpStdio, SdkClientSeesToolsResultsErrorsSessionsCancellationAndListChang
 TEST_F(McpStdio, InspectorCliListsTheTools) {
   const std::string inspector = kSource + "/node_modules/.bin/mcp-inspector-cli";
   if (!fs::exists(inspector)) GTEST_SKIP() << "mcp-inspector-cli is missing";
-  auto r = run_command({inspector, "--cli", "-e", "TASKYON_HOME=" + home_.path().string(), TYCLI_PATH, "mcp",
-                        "--method", "tools/list"},
+  // The inspector reads its own package.json relative to the working directory: run it from its build/.
+  const std::string build = kSource + "/node_modules/@modelcontextprotocol/inspector-cli/build";
+  auto r = run_command({"sh", "-c", "cd \"$1\" && shift && exec \"$@\"", "sh", build, inspector, "--cli", "-e",
+                        "TASKYON_HOME=" + home_.path().string(), "-e", "TMPDIR=" + (home_ / "tmp").string(),
+                        TYCLI_PATH, "mcp", "--method", "tools/list"},
                        home_.path());
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   const Value out = Value::parse(r.out, nullptr, false);
