@@ -61,7 +61,13 @@ class McpStdio : public ::testing::Test {
     install(home_, "stuck", js_tool("stuck", "async () => { console.log('stuck'); await new Promise(() => {}); }"));
     install(home_, "chatty", js_tool("chatty", "async (args, context) => { console.log('one'); "
                                                 "context.progress(1, 2, 'half'); console.warn('two'); "
-                                                "context.progress(2, 2); return {done: true}; }"));
+                                                "context.progress(2, 2); "
+                                                // The TS SDK client runs notification handlers in a microtask
+                                                // but responses at once: progress read in the same chunk as
+                                                // the result finds its handler gone. A real tool works on
+                                                // after reporting; so does this one.
+                                                "await new Promise((r) => setTimeout(r, 100)); "
+                                                "return {done: true}; }"));
     ASSERT_FALSE(v1_.empty());
     ASSERT_FALSE(v2_.empty());
     ASSERT_NE(v1_, v2_);
