@@ -127,9 +127,9 @@ int call(Globals& g, const CallArgs& a) {
   options.natives = &natives;
   // A signal ends the running call as cancelled and destroys every sandbox
   // ("interrupted"); the loop stores that call and stops (signals.h).
-  Interruption interruption([&](int) {
-    pool.interrupt("interrupted");
+  Interruption interruption([&](int) {  // the token first, as in cmd_run.cc
     options.cancel.cancel();
+    pool.interrupt("interrupted");
   });
   int exit = kExitOk;
   for (const auto& c : calls) {

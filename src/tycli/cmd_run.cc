@@ -65,9 +65,12 @@ int run(Globals& g, const RunArgs& a) {
   invoke::Options options{std::chrono::milliseconds(a.timeout_ms)};
   options.capabilities = std::move(*capabilities);
   options.natives = &natives;
-  Interruption interruption([&](int) {  // signals.h: the entry in progress ends as cancelled, the run stops
-    pool.interrupt("interrupted");
+  // signals.h: the entry in progress ends as cancelled, the run stops. The
+  // token first: once the pool kills the entry's sandbox the run loop may look
+  // at the token before moving on, and it must find it cancelled.
+  Interruption interruption([&](int) {
     options.cancel.cancel();
+    pool.interrupt("interrupted");
   });
   auto result = invoke::run_conversation(*st, pool, *entries, options);
   if (!result) {
