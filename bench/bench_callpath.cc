@@ -424,7 +424,7 @@ void ColdPrestarted(benchmark::State& state) {
   for (auto _ : state) {
     state.PauseTiming();
     // A long-lived host between two tools' first calls: the pool refills.
-    std::this_thread::sleep_for(std::chrono::milliseconds(400));
+    std::this_thread::sleep_for(std::chrono::milliseconds(1000));
     state.ResumeTiming();
     // The warm call first: right after a first call the pool is starting
     // the next spare, which would slow the warm call, not the first one.
