@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <string>
 #include <thread>
@@ -19,6 +20,7 @@
 #include "taskyon/store/kv.h"
 #include "taskyon/store/schema.h"
 #include "taskyon/store/store.h"
+#include "taskyon/tasks/task.h"
 #include "test_util.h"
 
 namespace taskyon::store {
@@ -195,9 +197,12 @@ TEST(StoreConcurrency, AnActiveReadDoesNotMakeAWriteGiveUp) {
   first.capability = "test.write";
   first.reason = "the other connection";
   ASSERT_TRUE(append_audit(*other, first));
+  // The transaction belongs to this thread's connection of `other` (a Store
+  // gives each thread its own), so the releasing thread commits on that one.
+  sql::Database& holder = other->database();
   std::thread release([&] {
     ::usleep(300 * 1000);
-    (void)other->database().exec("COMMIT");
+    (void)holder.exec("COMMIT");
   });
   AuditEntry e;
   e.revision = "sha256:" + std::string(64, 'a');
@@ -207,6 +212,199 @@ TEST(StoreConcurrency, AnActiveReadDoesNotMakeAWriteGiveUp) {
   release.join();
   EXPECT_TRUE(a) << (a ? "" : a.error().describe());
   EXPECT_EQ(count(*st, "SELECT count(*) FROM audit_log"), 2);
+}
+
+tasks::Task message_task(std::optional<std::string> parent, const std::string& text) {
+  tasks::Task t;
+  t.parent_id = std::move(parent);
+  t.role = tasks::Role::user;
+  t.content = {{"message", text}};
+  t.id = *tasks::compute_id(t);
+  return t;
+}
+
+// Mixed operations of one thread on a shared Store: storage (audited), audit
+// rows, installs and resolves, task chains. Returns the first error, if any.
+Result<void> mixed_operations(Store& st, const std::string& revision, int who, int ops) {
+  const Caller caller{revision, fmt::format("sha256:{:064x}", who + 1)};
+  std::optional<std::string> parent;
+  for (int i = 0; i < ops; ++i) {
+    const std::string key = fmt::format("w{}-k{}", who, i % 10);
+    switch (i % 5) {
+      case 0: {
+        auto s = storage_set(st, caller, key, json::Value(i));
+        if (!s) return std::unexpected(s.error());
+        if (!*s) return fail(Errc::internal, s->error().message);
+        break;
+      }
+      case 1: {
+        AuditEntry e;
+        e.revision = revision;
+        e.capability = "test.mark";
+        e.target = key;
+        e.verdict = capability::Verdict::allow;
+        e.reason = "concurrency test";
+        e.task = caller.task;
+        if (auto a = append_audit(st, std::move(e)); !a) return std::unexpected(a.error());
+        break;
+      }
+      case 2: {
+        auto m = registry::parse_manifest(testing::js_tool(fmt::format("t{}", who), fmt::format("x => {}", i)));
+        if (auto in = st.install(*m); !in) return std::unexpected(in.error());
+        if (auto r = st.resolve(fmt::format("t{}", who)); !r) return std::unexpected(r.error());
+        break;
+      }
+      case 3: {
+        auto t = message_task(parent, fmt::format("w{} step {}", who, i));
+        if (auto r = st.put_tasks({t}); !r) return std::unexpected(r.error());
+        parent = t.id;
+        break;
+      }
+      case 4: {
+        if (parent) {
+          auto l = st.lineage(*parent);
+          if (!l) return std::unexpected(l.error());
+          if (l->back().id != *parent) return fail(Errc::internal, "lineage does not end in the task asked for");
+        }
+        break;
+      }
+    }
+  }
+  return {};
+}
+
+std::string install_counter(Store& st) {
+  auto installed = st.install(*registry::parse_manifest(testing::js_tool("counter", "x => x")));
+  if (!installed) return "";
+  (void)grant_storage(st, installed->id, "test");
+  return installed->id;
+}
+
+// One Store object used by 8 threads at once (the long-lived host): each gets
+// its own connection, so transactions do not interleave on one connection and
+// nothing is lost. On one shared connection this fails ("cannot start a
+// transaction within a transaction", misuse) or crashes.
+TEST(StoreConcurrency, EightThreadsShareOneStore) {
+  testing::TempDir dir;
+  auto st = Store::open((dir / "taskyon.db").string());
+  ASSERT_TRUE(st) << st.error().describe();
+  const std::string revision = install_counter(*st);
+  ASSERT_FALSE(revision.empty());
+  constexpr int kThreads = 8, kOps = 150;
+  std::vector<std::string> errors(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      if (auto r = mixed_operations(*st, revision, t, kOps); !r) errors[t] = r.error().describe();
+    });
+  for (auto& t : threads) t.join();
+  for (int t = 0; t < kThreads; ++t) EXPECT_EQ(errors[t], "") << "thread " << t;
+  const int audited = (kOps / 5) * 2;  // storage_set and the direct row
+  for (int t = 0; t < kThreads; ++t)
+    EXPECT_EQ(count(*st, fmt::format("SELECT count(*) FROM audit_log WHERE task = 'sha256:{:064x}'", t + 1)), audited)
+        << "thread " << t;
+  EXPECT_EQ(count(*st, "SELECT count(*) FROM tasks"), kThreads * (kOps / 5));
+}
+
+// 3 processes × 4 threads, each process with its own Store on one file.
+TEST(StoreConcurrency, ThreadsInSeveralProcessesLoseNothing) {
+  testing::TempDir dir;
+  const std::string path = (dir / "taskyon.db").string();
+  std::string revision;
+  {
+    auto st = Store::open(path);
+    ASSERT_TRUE(st);
+    revision = install_counter(*st);
+    ASSERT_FALSE(revision.empty());
+  }
+  constexpr int kProcesses = 3, kThreads = 4, kOps = 60;
+  const auto statuses = run_together(kProcesses, [&](int p) {
+    auto st = Store::open(path);
+    if (!st) return 1;
+    std::vector<std::string> errors(kThreads);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t)
+      threads.emplace_back([&, t] {
+        if (auto r = mixed_operations(*st, revision, p * kThreads + t, kOps); !r) errors[t] = r.error().describe();
+      });
+    for (auto& t : threads) t.join();
+    for (const auto& e : errors)
+      if (!e.empty()) {
+        std::fprintf(stderr, "process %d: %s\n", p, e.c_str());
+        return 2;
+      }
+    return 0;
+  });
+  EXPECT_EQ(failures(statuses), 0);
+  auto st = Store::open(path);
+  ASSERT_TRUE(st);
+  EXPECT_EQ(count(*st, "SELECT count(*) FROM audit_log WHERE capability = 'test.mark'"),
+            kProcesses * kThreads * (kOps / 5));
+  EXPECT_EQ(count(*st, "SELECT count(*) FROM tasks"), kProcesses * kThreads * (kOps / 5));
+}
+
+// A store held by another process beyond the bound: the write waits for the
+// bound, then fails with a clear Errc::store error naming the bound, and
+// leaves nothing half-written; once the holder is gone it succeeds.
+TEST(StoreConcurrency, ABusyStoreBeyondTheBoundIsAClearError) {
+  testing::TempDir dir;
+  const std::string path = (dir / "taskyon.db").string();
+  auto st = Store::open(path);
+  ASSERT_TRUE(st);
+  int ready[2], done[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  ASSERT_EQ(::pipe(done), 0);
+  const pid_t holder = ::fork();
+  if (holder == 0) {
+    auto other = Store::open(path);
+    if (!other || !other->database().exec("BEGIN IMMEDIATE")) ::_exit(1);
+    (void)!::write(ready[1], "x", 1);
+    char c;
+    (void)!::read(done[0], &c, 1);  // hold the write lock until told
+    (void)other->database().exec("ROLLBACK");
+    ::_exit(0);
+  }
+  char c;
+  ASSERT_EQ(::read(ready[0], &c, 1), 1);
+  st->set_busy_limit(std::chrono::milliseconds(300));
+  AuditEntry e;
+  e.revision = "sha256:" + std::string(64, 'a');
+  e.capability = "test.write";
+  e.reason = "while busy";
+  const auto started = std::chrono::steady_clock::now();
+  auto a = append_audit(*st, e);
+  const auto waited = std::chrono::steady_clock::now() - started;
+  auto tx = st->put_tasks({message_task(std::nullopt, "while busy")});
+  (void)!::write(done[1], "x", 1);
+  int status = 0;
+  ::waitpid(holder, &status, 0);
+  ASSERT_FALSE(a);
+  EXPECT_EQ(a.error().code, Errc::store);
+  EXPECT_NE(a.error().message.find("more than 300 ms"), std::string::npos) << a.error().message;
+  EXPECT_GE(waited, std::chrono::milliseconds(300));
+  ASSERT_FALSE(tx);
+  EXPECT_EQ(tx.error().code, Errc::store);
+  EXPECT_EQ(count(*st, "SELECT count(*) FROM tasks"), 0);
+  EXPECT_TRUE(append_audit(*st, e));  // the holder is gone
+  EXPECT_TRUE(st->put_tasks({message_task(std::nullopt, "after")}));
+}
+
+// Statements are prepared once per connection: repeating an operation
+// compiles nothing new.
+TEST(StoreConcurrency, StatementsArePreparedOncePerConnection) {
+  testing::TempDir dir;
+  auto st = Store::open((dir / "taskyon.db").string());
+  ASSERT_TRUE(st);
+  const std::string revision = install_counter(*st);
+  ASSERT_TRUE(st->resolve("counter"));
+  ASSERT_TRUE(st->put_tasks({message_task(std::nullopt, "first")}));
+  const auto prepared = st->database().prepared_count();
+  EXPECT_GT(prepared, 0u);
+  for (int i = 0; i < 50; ++i) {
+    ASSERT_TRUE(st->resolve("counter"));
+    ASSERT_TRUE(st->put_tasks({message_task(std::nullopt, fmt::format("m{}", i))}));
+  }
+  EXPECT_EQ(st->database().prepared_count(), prepared);
 }
 
 }  // namespace

@@ -146,6 +146,20 @@ TEST_F(StoreTest, RowEditedBehindTheStoresBackIsReportedTampered) {  // R2
   }
 }
 
+// Verified rows are remembered per process, but by their bytes: a row read
+// (and verified) once and then edited is verified again and found tampered.
+TEST_F(StoreTest, ARowEditedAfterAVerifiedReadIsStillReportedTampered) {  // R2
+  auto v = st->install(tool("echo", "x => x"));
+  ASSERT_TRUE(st->revision(v->id));
+  ASSERT_TRUE(st->resolve("echo"));
+  ASSERT_TRUE(exec("DROP TRIGGER revisions_no_update"));
+  const auto evil = *json::canonicalize(tool("echo", "x => 666").definition);
+  ASSERT_TRUE(exec("UPDATE revisions SET definition = '" + evil + "' WHERE id = '" + v->id + "'"));
+  auto r = st->revision(v->id);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, Errc::integrity);
+}
+
 tasks::Task call_task(std::optional<std::string> pin, tasks::State state) {
   tasks::Task t;
   t.role = tasks::Role::assistant;

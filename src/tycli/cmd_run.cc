@@ -83,10 +83,23 @@ int run(Globals& g, const RunArgs& a) {
   std::vector<std::string> roots;
   std::map<std::string, std::string> marks;
   std::size_t created = 0, ran = 0;
+  // A step's root is its parent's root: known for parents this run made,
+  // looked up (lineage, verified) only for a parent stored before the run.
+  std::map<std::string, std::string> root_of;
   for (const auto& s : result->steps) {
-    auto lineage = st->lineage(s.task.id);
-    if (!lineage) return report(g, lineage.error());
-    if (std::find(roots.begin(), roots.end(), lineage->front().id) == roots.end()) roots.push_back(lineage->front().id);
+    std::string root;
+    if (!s.task.parent_id) {
+      root = s.task.id;
+    } else if (auto it = root_of.find(*s.task.parent_id); it != root_of.end()) {
+      root = it->second;
+    } else {
+      auto lineage = st->lineage(s.task.id);
+      if (!lineage) return report(g, lineage.error());
+      root = lineage->front().id;
+    }
+    root_of[s.task.id] = root;
+    if (s.result) root_of[s.result->id] = root;
+    if (std::find(roots.begin(), roots.end(), root) == roots.end()) roots.push_back(root);
     marks[s.task.id] = s.reused ? "" : "  (new)";
     created += s.reused ? 0 : 1;
     if (s.outcome) {

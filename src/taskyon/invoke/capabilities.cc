@@ -87,6 +87,11 @@ std::optional<std::string> base64_decode(std::string_view text) {
   return out;
 }
 
+std::vector<tasks::Task> HostCapabilities::take_lineage() {
+  if (!lineage_.empty()) lineage_.pop_back();
+  return std::move(lineage_);
+}
+
 HostCapabilities::HostCapabilities(store::Store& store, tasks::Task call, std::vector<tasks::Task> lineage,
                                    std::string revision, std::string tool, CapabilityOptions options)
     : store_(store), call_(std::move(call)), lineage_(std::move(lineage)), revision_(std::move(revision)),

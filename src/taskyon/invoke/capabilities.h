@@ -78,6 +78,9 @@ class HostCapabilities final : public sandbox::Capabilities {
 
   // The subtasks compiled during the call, in order (to store after it).
   const std::vector<tasks::Task>& subtasks() const { return subtasks_; }
+  // Gives back the parent's lineage passed in (the call itself removed), for
+  // a caller that lends the same lineage to its next call; `this` keeps none.
+  std::vector<tasks::Task> take_lineage();
 
  private:
   sandbox::CapabilityReply fetch(const json::Value& args, const sandbox::CancelToken& cancel,

@@ -39,18 +39,31 @@ Result<std::optional<tasks::Task>> stored_result(store::Store& store, const std:
   return std::optional<tasks::Task>();
 }
 
+// `chain` is the verified lineage of the previous entry's last task (its
+// result, for a call), kept so a chained entry does not load and verify its
+// ancestors again: each ancestor is verified once per run (linear records).
 Result<Step> run_entry(store::Store& store, sandbox::Pool& pool, const tasks::ConversationEntry& entry, std::size_t i,
-                       const std::vector<Step>& steps, const Options& options) {
+                       const std::vector<Step>& steps, const Options& options, std::vector<tasks::Task>& chain) {
   auto parent = parent_of(store, entry, i, steps);
   if (!parent) return std::unexpected(parent.error());
-  std::vector<tasks::Task> lineage;
-  if (*parent) {
+  tasks::Scope scope{{}, store.resolver()};
+  if (*parent && !chain.empty() && chain.back().id == **parent) {
+    scope.lineage = std::move(chain);
+  } else if (*parent) {
     auto l = store.lineage(**parent);
     if (!l) return std::unexpected(l.error());
-    lineage = std::move(*l);
+    scope.lineage = std::move(*l);
   }
-  auto compiled = tasks::compile(entry.draft, {std::move(lineage), store.resolver()});
+  chain.clear();
+  auto compiled = tasks::compile(entry.draft, scope);
   if (!compiled) return std::unexpected(compiled.error());
+  std::vector<tasks::Task>& lineage = scope.lineage;
+  // The chain after this entry: its parent's lineage, the entry, its result.
+  const auto extend = [&](const Step& s) {
+    chain = std::move(lineage);
+    chain.push_back(s.task);
+    if (s.result) chain.push_back(*s.result);
+  };
 
   Step step{i, std::move(compiled->task), std::nullopt, std::nullopt, false, std::nullopt};
   if (compiled->tool) step.tool = compiled->tool->tool;
@@ -64,20 +77,25 @@ Result<Step> run_entry(store::Store& store, sandbox::Pool& pool, const tasks::Co
   if (!compiled->tool) {
     if (!step.reused)
       if (auto r = store.put_tasks({step.task}); !r) return std::unexpected(r.error());
+    extend(step);
     return step;
   }
   if (step.reused) {
     auto result = stored_result(store, step.task.id);
     if (!result) return std::unexpected(result.error());
     step.result = std::move(*result);
-    if (step.result) return step;
+    if (step.result) {
+      extend(step);
+      return step;
+    }
     step.reused = false;  // stored without a result: run it now
   }
-  auto inv = run_call(store, pool, step.task, options);
+  auto inv = run_call(store, pool, step.task, options, lineage);
   if (!inv) return std::unexpected(inv.error());
   step.task = std::move(inv->call);
   step.result = std::move(inv->result);
   step.outcome = std::move(inv->outcome);
+  if (!lineage.empty() || !step.task.parent_id) extend(step);  // lent and given back (or a root)
   return step;
 }
 
@@ -92,12 +110,13 @@ bool RunReport::tools_ok() const {
 Result<RunReport> run_conversation(store::Store& store, sandbox::Pool& pool,
                                    const std::vector<tasks::ConversationEntry>& entries, const Options& options) {
   RunReport report;
+  std::vector<tasks::Task> chain;
   for (std::size_t i = 0; i < entries.size(); ++i) {
     if (options.cancel.cancelled()) {
       report.interrupted = true;
       break;
     }
-    auto step = run_entry(store, pool, entries[i], i, report.steps, options);
+    auto step = run_entry(store, pool, entries[i], i, report.steps, options, chain);
     if (!step) {
       auto e = step.error();
       e.where = fmt::format("/{}", i) + (e.where.empty() ? "" : ": " + e.where);

@@ -42,8 +42,8 @@ Result<tasks::Task> result_task(const tasks::Task& call, const sandbox::CallOutc
 
 // The call's pinned tool; `lineage` receives the lineage of the call's parent.
 Result<tasks::ResolvedTool> pinned_tool(store::Store& store, const tasks::Task& call,
-                                        std::vector<tasks::Task>& lineage) {
-  if (call.parent_id) {
+                                        std::vector<tasks::Task>& lineage, bool have_lineage) {
+  if (call.parent_id && !have_lineage) {
     auto found = store.lineage(*call.parent_id);
     if (!found) return std::unexpected(found.error());
     lineage = std::move(*found);
@@ -169,18 +169,27 @@ Result<sandbox::CallOutcome> execute(const tasks::ResolvedTool& tool, const json
 }  // namespace
 
 Result<Invocation> run_call(store::Store& store, sandbox::Pool& pool, const tasks::Task& call, const Options& options) {
+  std::vector<tasks::Task> none;
+  return run_call(store, pool, call, options, none);
+}
+
+Result<Invocation> run_call(store::Store& store, sandbox::Pool& pool, const tasks::Task& call, const Options& options,
+                            std::vector<tasks::Task>& parent_lineage) {
   auto kind = tasks::content_kind(call.content);
   if (!kind) return std::unexpected(kind.error());
   if (*kind != "functionCall") return fail(Errc::invalid_task, "this task is not a function call", call.id);
   if (!call.tool_revision) return fail(Errc::invalid_task, "this function call is not pinned to a tool revision", call.id);
 
-  std::vector<tasks::Task> lineage;
-  auto tool = pinned_tool(store, call, lineage);
+  const bool lent = call.parent_id && !parent_lineage.empty() && parent_lineage.back().id == *call.parent_id;
+  std::vector<tasks::Task> lineage = lent ? std::move(parent_lineage) : std::vector<tasks::Task>();
+  parent_lineage.clear();
+  auto tool = pinned_tool(store, call, lineage, lent);
   if (!tool) return std::unexpected(tool.error());
   HostCapabilities capabilities(store, call, std::move(lineage), tool->revision, tool->manifest.name,
                                 options.capabilities);
   auto outcome = execute(*tool, call.content["functionCall"]["arguments"], pool, options, &capabilities, call.id);
   if (!outcome) return std::unexpected(outcome.error());
+  if (lent) parent_lineage = capabilities.take_lineage();
 
   Invocation inv{call, {}, capabilities.subtasks(), std::move(*tool), std::move(*outcome)};
   // Nothing vanishes (issue 12 item 6): a result the store cannot hash (a

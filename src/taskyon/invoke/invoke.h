@@ -70,6 +70,13 @@ struct Invocation {
 // POSTed through the mediated fetch (needs a write grant on its origin).
 // A tool that fails is not an Error: see Invocation::outcome.
 Result<Invocation> run_call(store::Store& store, sandbox::Pool& pool, const tasks::Task& call, const Options& options);
+// The same, for a caller that already holds the verified lineage of the
+// call's parent (root first, parent last; Store::lineage or its own record of
+// what it stored): it is lent to the call instead of loaded and verified
+// again, and given back unchanged — empty after an error. Used when it does
+// not end in the call's parent; then the lineage is loaded as above.
+Result<Invocation> run_call(store::Store& store, sandbox::Pool& pool, const tasks::Task& call, const Options& options,
+                            std::vector<tasks::Task>& parent_lineage);
 
 // Activates `revision_ref` under `name` (Store::activate) and then destroys,
 // at once, the pool's sandboxes of that name's other revisions (S3).

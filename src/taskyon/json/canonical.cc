@@ -4,14 +4,27 @@
 // in code cannot overflow the call stack. Every string and member name is
 // checked to be UTF-8 (RFC 3629) on the way: nlohmann keeps whatever bytes a
 // program put in a std::string.
+//
+// Speed (issue 19): text is appended in runs (a string's bytes up to the next
+// one that needs an escape, a number formatted in a stack buffer), members are
+// taken in the order nlohmann's std::map already keeps them (UTF-8 byte order
+// = code point order) and re-sorted only when a name has a character at or
+// above U+E000, the one place UTF-16 order differs, and the bytes can go
+// straight into a SHA-256 context (canonical_sha256.h) instead of a string.
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include <charconv>
+#include <cstring>
+
+#include "taskyon/json/canonical_sink.h"
 #include "taskyon/json/json.h"
+#include "taskyon/json/number_text.h"
 
 namespace taskyon::json {
 namespace {
@@ -50,56 +63,80 @@ std::optional<char32_t> next_code_point(std::string_view s, std::size_t& i) {
   return cp;
 }
 
-// Member names compare as UTF-16 code unit sequences (RFC 8785 §3.2.3).
-std::optional<std::u16string> to_utf16(std::string_view s) {
-  std::u16string out;
+// True if the UTF-8 text is well-formed (an ASCII run is checked in one pass).
+bool is_utf8(std::string_view s) {
   for (std::size_t i = 0; i < s.size();) {
-    const auto cp = next_code_point(s, i);
-    if (!cp) return std::nullopt;
-    if (*cp < 0x10000) {
-      out.push_back(static_cast<char16_t>(*cp));
-    } else {
-      out.push_back(static_cast<char16_t>(0xD800 + ((*cp - 0x10000) >> 10)));
-      out.push_back(static_cast<char16_t>(0xDC00 + ((*cp - 0x10000) & 0x3FF)));
+    if (static_cast<unsigned char>(s[i]) < 0x80) {
+      ++i;
+      continue;
     }
+    if (!next_code_point(s, i)) return false;
   }
-  return out;
+  return true;
+}
+
+// A name byte at or above 0xEE starts U+E000..U+FFFF (or is not UTF-8): only
+// then can UTF-16 order differ from the byte order nlohmann's map keeps.
+bool may_reorder(std::string_view s) {
+  for (unsigned char c : s)
+    if (c >= 0xEE) return true;
+  return false;
+}
+
+// Member names compare as UTF-16 code unit sequences (RFC 8785 §3.2.3). At the
+// first differing character, UTF-16 puts U+10000..U+10FFFF (surrogates
+// D800..DFFF) below U+E000..U+FFFF; everywhere else it is code point order,
+// which is UTF-8 byte order. Both names are valid UTF-8.
+bool utf16_less(std::string_view a, std::string_view b) {
+  const auto [pa, pb] = std::mismatch(a.begin(), a.end(), b.begin(), b.end());
+  if (pa == a.end() || pb == b.end()) return pb != b.end();  // a prefix sorts first
+  std::size_t i = static_cast<std::size_t>(pa - a.begin());
+  while (i > 0 && (static_cast<unsigned char>(a[i]) & 0xC0) == 0x80) --i;  // start of the character
+  std::size_t j = i;
+  const auto rank = [](std::optional<char32_t> cp) -> std::uint32_t {
+    if (!cp) return 0;
+    return *cp >= 0xE000 && *cp <= 0xFFFF ? *cp + 0x200000 : *cp;
+  };
+  return rank(next_code_point(a, i)) < rank(next_code_point(b, j));
 }
 
 // A JSON string as JSON.stringify writes it (RFC 8785 §3.2.2.2): the two-letter
 // escapes \" \\ \b \f \n \r \t, \u00xx in lower-case hex for the other
 // controls below U+0020, every other character (DEL, U+2028, non-ASCII) as
 // its UTF-8 bytes. False if `s` is not UTF-8.
-bool write_string(std::string& out, std::string_view s) {
-  out.push_back('"');
+template <typename Sink>
+bool write_string(Sink& out, std::string_view s) {
+  out.push('"');
+  std::size_t run = 0;  // start of the bytes not yet written
   for (std::size_t i = 0; i < s.size();) {
     const unsigned char c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x80) {
-      const std::size_t start = i;
-      if (!next_code_point(s, i)) return false;
-      out.append(s, start, i - start);
+    if (c >= 0x20 && c != '"' && c != '\\' && c < 0x80) {
+      ++i;
       continue;
     }
+    if (c >= 0x80) {
+      if (!next_code_point(s, i)) return false;
+      continue;
+    }
+    out.append(s.substr(run, i - run));
     ++i;
+    run = i;
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (c < 0x20) {
-          out += "\\u00";
-          out.push_back(kHex[c >> 4]);
-          out.push_back(kHex[c & 0xF]);
-        } else {
-          out.push_back(static_cast<char>(c));
-        }
+      case '"': out.append("\\\""); break;
+      case '\\': out.append("\\\\"); break;
+      case '\b': out.append("\\b"); break;
+      case '\f': out.append("\\f"); break;
+      case '\n': out.append("\\n"); break;
+      case '\r': out.append("\\r"); break;
+      case '\t': out.append("\\t"); break;
+      default: {
+        const char u[6] = {'\\', 'u', '0', '0', kHex[c >> 4], kHex[c & 0xF]};
+        out.append(std::string_view(u, 6));
+      }
     }
   }
-  out.push_back('"');
+  out.append(s.substr(run));
+  out.push('"');
   return true;
 }
 
@@ -137,62 +174,76 @@ void append_pointer_token(std::string& pointer, std::string_view token) {
 }
 
 struct Member {
-  std::u16string sort_key;
   const std::string* name;
   const Value* value;
 };
 
 // An open array or object; `next` counts the elements already started.
+// Objects are walked in their map's order (`it`), or in `members` when a name
+// makes UTF-16 order differ from it.
 struct Frame {
   const Value* container;
-  std::vector<Member> members;  // objects only, in RFC 8785 §3.2.3 order
+  bool object = false;
+  std::size_t size = 0;
   std::size_t next = 0;
+  Value::object_t::const_iterator it{};
+  std::vector<Member> members;
 };
 
+template <typename Sink>
 class Writer {
  public:
-  Result<std::string> run(const Value& root) {
-    if (auto failed = start(root)) return std::unexpected(std::move(*failed));
+  explicit Writer(Sink& out) : out_(out) {}
+
+  std::optional<Error> run(const Value& root) {
+    if (auto failed = start(root)) return failed;
     while (!stack_.empty()) {
       Frame& top = stack_.back();
-      const bool object = top.container->is_object();
-      const std::size_t size = object ? top.members.size() : top.container->size();
-      if (top.next == size) {
-        out_.push_back(object ? '}' : ']');
+      if (top.next == top.size) {
+        out_.push(top.object ? '}' : ']');
         stack_.pop_back();
         continue;
       }
-      if (top.next > 0) out_.push_back(',');
+      if (top.next > 0) out_.push(',');
       const Value* child = nullptr;
-      if (object) {
-        const Member& m = top.members[top.next];
-        write_string(out_, *m.name);  // checked when the frame was opened
-        out_.push_back(':');
-        child = m.value;
+      if (top.object) {
+        const std::string* name = nullptr;
+        if (top.members.empty()) {
+          name = &top.it->first;
+          child = &top.it->second;
+          ++top.it;
+        } else {
+          name = top.members[top.next].name;
+          child = top.members[top.next].value;
+        }
+        write_string(out_, *name);  // checked when the frame was opened
+        out_.push(':');
       } else {
         child = &(*top.container)[top.next];
       }
       ++top.next;
-      if (auto failed = start(*child)) return std::unexpected(std::move(*failed));
+      if (auto failed = start(*child)) return failed;
     }
-    return std::move(out_);
+    return std::nullopt;
   }
 
  private:
   // Writes a scalar, or opens a container and pushes its frame.
   std::optional<Error> start(const Value& v) {
     switch (v.type()) {
-      case Value::value_t::null: out_ += "null"; return std::nullopt;
-      case Value::value_t::boolean: out_ += v.get<bool>() ? "true" : "false"; return std::nullopt;
+      case Value::value_t::null: out_.append("null"); return std::nullopt;
+      case Value::value_t::boolean: out_.append(v.get<bool>() ? "true" : "false"); return std::nullopt;
       case Value::value_t::number_float: return number(v.get<double>());
       case Value::value_t::number_integer: {
         const auto n = v.get<std::int64_t>();
         const std::uint64_t magnitude = n < 0 ? 0 - static_cast<std::uint64_t>(n) : static_cast<std::uint64_t>(n);
+        if (magnitude <= (std::uint64_t{1} << 53)) return integer(n);  // the double is n; its text is n's digits
         if (!integer_survives(magnitude)) return inexact(std::to_string(n), static_cast<double>(n));
         return number(static_cast<double>(n));
       }
       case Value::value_t::number_unsigned: {
         const auto n = v.get<std::uint64_t>();
+        if (n <= (std::uint64_t{1} << 53)) return integer(static_cast<std::int64_t>(n));
         if (!integer_survives(n)) return inexact(std::to_string(n), static_cast<double>(n));
         return number(static_cast<double>(n));
       }
@@ -202,8 +253,8 @@ class Writer {
         }
         return std::nullopt;
       case Value::value_t::array:
-        out_.push_back('[');
-        stack_.push_back(Frame{&v, {}});
+        out_.push('[');
+        stack_.push_back(Frame{&v, false, v.size(), 0, {}, {}});
         return std::nullopt;
       case Value::value_t::object: return open_object(v);
       case Value::value_t::binary: return error("a binary value has no JSON form", pointer());
@@ -213,28 +264,44 @@ class Writer {
   }
 
   std::optional<Error> open_object(const Value& v) {
-    Frame frame{&v, {}};
-    frame.members.reserve(v.size());
-    for (const auto& [name, value] : v.get_ref<const Value::object_t&>()) {
-      auto sort_key = to_utf16(name);
-      if (!sort_key) {
+    const auto& map = v.get_ref<const Value::object_t&>();
+    Frame frame{&v, true, map.size(), 0, map.begin(), {}};
+    bool reorder = false;
+    for (const auto& [name, value] : map) {
+      if (!is_utf8(name)) {
         std::string where = pointer();
         append_pointer_token(where, name);
         return error("member name is not valid UTF-8 (RFC 8785 §3.1 needs Unicode text)", where);
       }
-      frame.members.push_back(Member{std::move(*sort_key), &name, &value});
+      reorder = reorder || may_reorder(name);
     }
-    std::sort(frame.members.begin(), frame.members.end(),
-              [](const Member& a, const Member& b) { return a.sort_key < b.sort_key; });
-    out_.push_back('{');
+    if (reorder) {
+      frame.members.reserve(map.size());
+      for (const auto& [name, value] : map) frame.members.push_back(Member{&name, &value});
+      std::stable_sort(frame.members.begin(), frame.members.end(),
+                       [](const Member& a, const Member& b) { return utf16_less(*a.name, *b.name); });
+    }
+    out_.push('{');
     stack_.push_back(std::move(frame));
     return std::nullopt;
   }
 
+  std::optional<Error> integer(std::int64_t n) {
+    char buf[24];
+    const auto end = std::to_chars(buf, buf + sizeof buf, n).ptr;
+    out_.append(std::string_view(buf, static_cast<std::size_t>(end - buf)));
+    return std::nullopt;
+  }
+
   std::optional<Error> number(double d) {
-    auto text = format_number(d);
-    if (!text) return error(text.error().message, pointer());
-    out_ += *text;
+    if (!std::isfinite(d)) {
+      auto text = format_number(d);  // the NaN / Infinity message
+      return error(text ? std::string("not a finite number") : text.error().message, pointer());
+    }
+    char buf[detail::kNumberTextMax];
+    const std::size_t length = detail::write_number(buf, d);
+    if (length == 0) return error("std::to_chars failed on a finite double", pointer());
+    out_.append(std::string_view(buf, length));
     return std::nullopt;
   }
 
@@ -253,8 +320,8 @@ class Writer {
   std::string pointer() const {
     std::string out;
     for (const Frame& f : stack_) {
-      if (f.container->is_object()) {
-        append_pointer_token(out, *f.members[f.next - 1].name);
+      if (f.object) {
+        append_pointer_token(out, f.members.empty() ? std::prev(f.it)->first : *f.members[f.next - 1].name);
       } else {
         out += "/" + std::to_string(f.next - 1);
       }
@@ -262,7 +329,7 @@ class Writer {
     return out;
   }
 
-  std::string out_;
+  Sink& out_;
   std::vector<Frame> stack_;
 };
 
@@ -270,7 +337,19 @@ class Writer {
 
 Result<std::string> canonicalize(const Value& value) {
   try {
-    return Writer().run(value);
+    StringSink sink;
+    if (auto failed = Writer<StringSink>(sink).run(value)) return std::unexpected(std::move(*failed));
+    return std::move(sink.out);
+  } catch (const std::exception& e) {
+    return fail(Errc::internal, std::string("canonicalization failed: ") + e.what());
+  }
+}
+
+Result<std::string> content_id_of(const Value& value) {
+  try {
+    Sha256Sink sink;
+    if (auto failed = Writer<Sha256Sink>(sink).run(value)) return std::unexpected(std::move(*failed));
+    return "sha256:" + sink.hex();
   } catch (const std::exception& e) {
     return fail(Errc::internal, std::string("canonicalization failed: ") + e.what());
   }

@@ -39,12 +39,6 @@ std::string content_id(std::string_view canonical_bytes) {
   return std::string(kPrefix) + sha256_hex(canonical_bytes);
 }
 
-Result<std::string> content_id_of(const Value& value) {
-  auto canonical = canonicalize(value);
-  if (!canonical) return std::unexpected(std::move(canonical.error()));
-  return content_id(*canonical);
-}
-
 bool is_content_id(std::string_view id) {
   if (!id.starts_with(kPrefix) || id.size() != kPrefix.size() + 64) return false;
   id.remove_prefix(kPrefix.size());

@@ -2,12 +2,38 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <chrono>
+#include <functional>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
 namespace taskyon::store::sql {
+
+struct SqlHash {
+  using is_transparent = void;
+  std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+
+// The connection and its statements that are not in use. Closed when the
+// Database and every Statement made from it are gone.
+struct Connection {
+  sqlite3* db = nullptr;
+  int busy_retry_ms = kBusyRetryMs;
+  std::unordered_map<std::string, std::vector<sqlite3_stmt*>, SqlHash, std::equal_to<>> idle;
+  ~Connection() {
+    for (auto& [_, list] : idle)
+      for (auto* s : list) sqlite3_finalize(s);
+    sqlite3_close_v2(db);
+  }
+};
+
 namespace {
+
+// At most this many idle copies of one SQL text are kept (a nested read of the
+// same statement needs a second one; more are finalized).
+constexpr std::size_t kIdlePerSql = 4;
 
 using Clock = std::chrono::steady_clock;
 
@@ -17,7 +43,7 @@ std::string file_of(sqlite3* db) {
 }
 
 // What to do about a failure, for people.
-std::string hint_for(int code) {
+std::string hint_for(int code, int busy_ms = kBusyRetryMs) {
   switch (code & 0xff) {
     case SQLITE_READONLY:
       return "; the store is read-only: read commands (tool list, task tree, audit, …) work on it, writes need a "
@@ -26,7 +52,7 @@ std::string hint_for(int code) {
       return "; check that the file and its directory exist and are readable (and writable, for commands that write)";
     case SQLITE_BUSY:
     case SQLITE_LOCKED:
-      return fmt::format("; another process held the store for more than {} ms: try again", kBusyRetryMs);
+      return fmt::format("; another process held the store for more than {} ms: try again", busy_ms);
     case SQLITE_FULL:
       return "; the disk is full";
     case SQLITE_CORRUPT:
@@ -39,10 +65,10 @@ std::string hint_for(int code) {
   }
 }
 
-std::unexpected<Error> sqlite_error(sqlite3* db, std::string_view doing) {
+std::unexpected<Error> sqlite_error(sqlite3* db, std::string_view doing, int busy_ms = kBusyRetryMs) {
   const int code = db ? sqlite3_extended_errcode(db) : SQLITE_NOMEM;
   return fail(Errc::store,
-              fmt::format("{} failed: {}{}", doing, db ? sqlite3_errmsg(db) : "out of memory", hint_for(code)),
+              fmt::format("{} failed: {}{}", doing, db ? sqlite3_errmsg(db) : "out of memory", hint_for(code, busy_ms)),
               file_of(db));
 }
 
@@ -118,18 +144,45 @@ Result<Database> Database::open(const std::string& path, Access access) {
 
 bool Database::read_only() const { return sqlite3_db_readonly(db_, "main") == 1; }
 
-Database::Database(Database&& other) noexcept : db_(other.db_), path_(std::move(other.path_)) { other.db_ = nullptr; }
+Database::Database(sqlite3* db, std::string path) : conn_(std::make_shared<Connection>()), db_(db), path_(std::move(path)) {
+  conn_->db = db;
+}
+Database Database::broken(Error why) {
+  Database out(nullptr, why.where);
+  out.broken_ = std::move(why);
+  return out;
+}
+Database::Database(Database&& other) noexcept
+    : conn_(std::move(other.conn_)), db_(other.db_), path_(std::move(other.path_)), broken_(std::move(other.broken_)) {
+  other.db_ = nullptr;
+}
 Database& Database::operator=(Database&& other) noexcept {
+  std::swap(conn_, other.conn_);
   std::swap(db_, other.db_);
   std::swap(path_, other.path_);
+  std::swap(broken_, other.broken_);
   return *this;
 }
-Database::~Database() { sqlite3_close(db_); }
+Database::~Database() = default;  // the Connection closes when its last Statement is gone too
+
+void Database::set_busy_limit(int retry_ms) {
+  if (!conn_ || !db_) return;
+  conn_->busy_retry_ms = std::max(retry_ms, 0);
+  sqlite3_busy_timeout(db_, std::min(kBusyTimeoutMs, conn_->busy_retry_ms));
+}
+
+std::size_t Database::prepared_count() const {
+  std::size_t n = 0;
+  if (db_)
+    for (sqlite3_stmt* s = sqlite3_next_stmt(db_, nullptr); s; s = sqlite3_next_stmt(db_, s)) ++n;
+  return n;
+}
 
 Result<void> Database::exec(std::string_view sql) {
+  if (broken_) return std::unexpected(*broken_);
   const std::string text(sql);
   end_reads(db_, nullptr);
-  const auto deadline = Clock::now() + std::chrono::milliseconds(kBusyRetryMs);
+  const auto deadline = Clock::now() + std::chrono::milliseconds(conn_->busy_retry_ms);
   for (;;) {
     char* message = nullptr;
     const bool autocommit = sqlite3_get_autocommit(db_) != 0;
@@ -139,29 +192,52 @@ Result<void> Database::exec(std::string_view sql) {
     sqlite3_free(message);
     // Busy outside a transaction: nothing was done, so all of it is retried.
     if (is_busy(rc) && autocommit && sqlite3_get_autocommit(db_) && Clock::now() < deadline) continue;
-    return fail(Errc::store, fmt::format("SQL failed: {}{}", m, hint_for(sqlite3_extended_errcode(db_))), path_);
+    return fail(Errc::store,
+                fmt::format("SQL failed: {}{}", m, hint_for(sqlite3_extended_errcode(db_), conn_->busy_retry_ms)),
+                path_);
   }
 }
 
 Result<Statement> Database::prepare(std::string_view sql) {
+  if (broken_) return std::unexpected(*broken_);
+  auto it = conn_->idle.find(sql);
+  if (it == conn_->idle.end()) it = conn_->idle.emplace(std::string(sql), std::vector<sqlite3_stmt*>()).first;
+  auto& list = it->second;
+  if (!list.empty()) {
+    sqlite3_stmt* stmt = list.back();
+    list.pop_back();
+    return Statement(conn_, &list, db_, stmt);
+  }
   sqlite3_stmt* stmt = nullptr;
-  if (sqlite3_prepare_v2(db_, sql.data(), static_cast<int>(sql.size()), &stmt, nullptr) != SQLITE_OK)
+  if (sqlite3_prepare_v3(db_, sql.data(), static_cast<int>(sql.size()), SQLITE_PREPARE_PERSISTENT, &stmt, nullptr) !=
+      SQLITE_OK)
     return sqlite_error(db_, fmt::format("preparing \"{}\"", sql));
-  return Statement(db_, stmt);
+  return Statement(conn_, &list, db_, stmt);
 }
 
 std::int64_t Database::changes() const { return sqlite3_changes64(db_); }
 
-Statement::Statement(Statement&& other) noexcept : db_(other.db_), stmt_(other.stmt_), started_(other.started_) {
+Statement::Statement(Statement&& other) noexcept
+    : conn_(std::move(other.conn_)), home_(other.home_), db_(other.db_), stmt_(other.stmt_), started_(other.started_) {
   other.stmt_ = nullptr;
+  other.home_ = nullptr;
 }
 Statement& Statement::operator=(Statement&& other) noexcept {
+  std::swap(conn_, other.conn_);
+  std::swap(home_, other.home_);
   std::swap(db_, other.db_);
   std::swap(stmt_, other.stmt_);
   std::swap(started_, other.started_);
   return *this;
 }
-Statement::~Statement() { sqlite3_finalize(stmt_); }
+Statement::~Statement() {
+  if (!stmt_) return;
+  // Back to the connection's cache: no read left open, no value kept bound.
+  sqlite3_reset(stmt_);
+  sqlite3_clear_bindings(stmt_);
+  if (home_ && home_->size() < kIdlePerSql) home_->push_back(stmt_);
+  else sqlite3_finalize(stmt_);
+}
 
 Statement& Statement::bind(int index, std::string_view text) {
   sqlite3_bind_text(stmt_, index, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT);
@@ -181,7 +257,8 @@ Result<bool> Statement::step() {
   const bool first = !started_;
   started_ = true;
   if (first && !sqlite3_stmt_readonly(stmt_)) end_reads(db_, stmt_);
-  const auto deadline = Clock::now() + std::chrono::milliseconds(kBusyRetryMs);
+  const int busy_ms = conn_ ? conn_->busy_retry_ms : kBusyRetryMs;
+  const auto deadline = Clock::now() + std::chrono::milliseconds(busy_ms);
   for (;;) {
     const bool autocommit = sqlite3_get_autocommit(db_) != 0;
     const int rc = sqlite3_step(stmt_);
@@ -193,7 +270,7 @@ Result<bool> Statement::step() {
       sqlite3_reset(stmt_);
       continue;
     }
-    auto err = sqlite_error(db_, "a statement on the store");
+    auto err = sqlite_error(db_, "a statement on the store", busy_ms);
     sqlite3_reset(stmt_);
     return err;
   }
@@ -219,6 +296,11 @@ std::string Statement::text(int column) const {
 std::optional<std::string> Statement::optional_text(int column) const {
   if (sqlite3_column_type(stmt_, column) == SQLITE_NULL) return std::nullopt;
   return text(column);
+}
+std::optional<std::string_view> Statement::view(int column) const {
+  if (sqlite3_column_type(stmt_, column) == SQLITE_NULL) return std::nullopt;
+  const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(stmt_, column));
+  return std::string_view(p ? p : "", p ? static_cast<std::size_t>(sqlite3_column_bytes(stmt_, column)) : 0);
 }
 std::int64_t Statement::integer(int column) const { return sqlite3_column_int64(stmt_, column); }
 

@@ -9,6 +9,15 @@
 // connection (SQLite cannot wait for a lock while its own connection holds a
 // read snapshot), so read what a statement returned before writing.
 // Every error names the database file (`where`) and says what to do.
+//
+// Statements are prepared once per connection: prepare() hands out a cached
+// statement for the same SQL text (sqlite3_prepare_v3 with
+// SQLITE_PREPARE_PERSISTENT the first time), and a Statement going out of
+// scope is reset and its bindings cleared, then kept for the next prepare()
+// of that text. Two live Statements never share one sqlite3_stmt.
+//
+// A Database (connection) belongs to one thread at a time (SQLITE_OPEN_NOMUTEX);
+// Store keeps one connection per thread (store.h says why).
 #pragma once
 
 #include <cstdint>
@@ -16,6 +25,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "taskyon/base/error.h"
 
@@ -25,6 +35,7 @@ struct sqlite3_stmt;
 namespace taskyon::store::sql {
 
 class Statement;
+struct Connection;  // the sqlite3 handle and its idle prepared statements (sqlite.cc)
 
 inline constexpr int kBusyTimeoutMs = 5000;  // one wait for another connection's lock
 inline constexpr int kBusyRetryMs = 60000;   // all retries of one write together
@@ -47,11 +58,21 @@ class Database {
   sqlite3* raw() const { return db_; }
   bool read_only() const;
   const std::string& path() const { return path_; }
+  // A connection that could not be opened: every exec/prepare returns `why`.
+  static Database broken(Error why);
+  // Statements compiled on this connection (cached, idle ones included).
+  std::size_t prepared_count() const;
+  // How long a write on this connection may wait for a busy store in all (ms;
+  // default kBusyRetryMs; one wait is at most kBusyTimeoutMs of it). After it
+  // the write is Errc::store "another process held the store for more than … ms".
+  void set_busy_limit(int retry_ms);
 
  private:
-  Database(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
+  Database(sqlite3* db, std::string path);
+  std::shared_ptr<Connection> conn_;
   sqlite3* db_ = nullptr;
   std::string path_;
+  std::optional<Error> broken_;
 };
 
 // A prepared statement; bind with 1-based indexes; step() is true while a row is ready.
@@ -70,12 +91,17 @@ class Statement {
   std::string text(int column) const;
   std::optional<std::string> optional_text(int column) const;
   std::int64_t integer(int column) const;
+  // The column's bytes without a copy (nullopt for NULL); valid until the next step or reset.
+  std::optional<std::string_view> view(int column) const;
   // Ends the statement's read (its current row is gone); step() starts again.
   void reset();
 
  private:
   friend class Database;
-  Statement(sqlite3* db, sqlite3_stmt* stmt) : db_(db), stmt_(stmt) {}
+  Statement(std::shared_ptr<Connection> conn, std::vector<sqlite3_stmt*>* home, sqlite3* db, sqlite3_stmt* stmt)
+      : conn_(std::move(conn)), home_(home), db_(db), stmt_(stmt) {}
+  std::shared_ptr<Connection> conn_;       // keeps the connection open while the statement lives
+  std::vector<sqlite3_stmt*>* home_ = nullptr;  // where the statement goes back to when done
   sqlite3* db_ = nullptr;
   sqlite3_stmt* stmt_ = nullptr;
   bool started_ = false;  // stepped since prepare or reset

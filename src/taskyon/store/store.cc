@@ -8,6 +8,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
 
 #include <fmt/chrono.h>
 #include <fmt/format.h>
@@ -50,9 +53,7 @@ Result<void> check_installable(const registry::Manifest& manifest, const std::op
   return {};
 }
 
-Result<RevisionRecord> load_revision(sql::Statement& stmt) {
-  RevisionRecord r{stmt.text(0), stmt.text(1), stmt.text(2), stmt.text(3), {}, std::nullopt};
-  if (auto by = stmt.optional_text(4)) r.trust = TrustRecord{*by, stmt.text(5), stmt.text(6)};
+Result<RevisionRecord> verify_revision(RevisionRecord r) {
   // R2: the row must still hash to its id, and still be a valid manifest.
   if (json::content_id(r.definition) != r.id)
     return fail(Errc::integrity,
@@ -74,7 +75,98 @@ Result<RevisionRecord> load_revision(sql::Statement& stmt) {
   return r;
 }
 
+// Per connection. WAL is a property of the file (set once, by open()).
+// synchronous=NORMAL: see docs/tasks.md "Durability" for what it risks.
+Result<void> set_pragmas(sql::Database& db, bool first) {
+  for (auto pragma : {"PRAGMA journal_mode = WAL", "PRAGMA foreign_keys = ON", "PRAGMA synchronous = NORMAL"}) {
+    if (!first && std::string_view(pragma).find("journal_mode") != std::string_view::npos) continue;
+    auto stmt = db.prepare(pragma);
+    if (!stmt) return std::unexpected(stmt.error());
+    if (auto r = stmt->run(); !r) return std::unexpected(Error{r.error().code, r.error().message, db.path()});
+  }
+  return {};
+}
+
+// Revisions verified by this process, by id: the bytes that were verified and
+// the record built from them (a row is re-verified when its bytes differ).
+struct VerifiedRevisions {
+  std::mutex m;
+  std::unordered_map<std::string, std::shared_ptr<const RevisionRecord>> by_id;
+};
+VerifiedRevisions& verified_revisions() {
+  static VerifiedRevisions v;
+  return v;
+}
+constexpr std::size_t kMaxVerifiedRevisions = 4096;
+
+bool same_trust(const std::optional<TrustRecord>& a, const std::optional<TrustRecord>& b) {
+  if (!a || !b) return !a && !b;
+  return a->by == b->by && a->at == b->at && a->reason == b->reason;
+}
+
+// A revision row: verified on its first read in this process; later reads of
+// the very same bytes (definition, name, created_at, trust) reuse the record.
+Result<RevisionRecord> load_revision(sql::Statement& stmt) {
+  RevisionRecord r{stmt.text(0), stmt.text(1), stmt.text(2), stmt.text(3), {}, std::nullopt};
+  if (auto by = stmt.optional_text(4)) r.trust = TrustRecord{*by, stmt.text(5), stmt.text(6)};
+  auto& cache = verified_revisions();
+  {
+    std::lock_guard lock(cache.m);
+    if (auto it = cache.by_id.find(r.id); it != cache.by_id.end()) {
+      const RevisionRecord& known = *it->second;
+      if (known.definition == r.definition && known.name == r.name && known.created_at == r.created_at &&
+          same_trust(known.trust, r.trust))
+        return known;
+    }
+  }
+  auto verified = verify_revision(std::move(r));
+  if (!verified) return verified;
+  std::lock_guard lock(cache.m);
+  if (cache.by_id.size() >= kMaxVerifiedRevisions) cache.by_id.clear();
+  cache.by_id.insert_or_assign(verified->id, std::make_shared<const RevisionRecord>(*verified));
+  return verified;
+}
+
 }  // namespace
+
+struct Store::Connections {
+  std::string path;
+  sql::Access access = sql::Access::read_write;
+  int busy_ms = sql::kBusyRetryMs;
+  std::mutex m;
+  std::unordered_map<std::thread::id, std::unique_ptr<sql::Database>> by_thread;
+};
+
+void Store::set_busy_limit(std::chrono::milliseconds limit) {
+  std::lock_guard lock(conns_->m);
+  conns_->busy_ms = static_cast<int>(limit.count());
+  for (auto& [_, db] : conns_->by_thread) db->set_busy_limit(conns_->busy_ms);
+}
+
+Store::Store(sql::Database db, sql::Access access) : conns_(std::make_unique<Connections>()) {
+  conns_->path = db.path();
+  conns_->access = access;
+  conns_->by_thread.emplace(std::this_thread::get_id(), std::make_unique<sql::Database>(std::move(db)));
+}
+Store::Store(Store&&) noexcept = default;
+Store& Store::operator=(Store&&) noexcept = default;
+Store::~Store() = default;
+
+sql::Database& Store::database() {
+  auto& c = *conns_;
+  const auto me = std::this_thread::get_id();
+  std::lock_guard lock(c.m);
+  if (auto it = c.by_thread.find(me); it != c.by_thread.end()) return *it->second;
+  // A read-write store's first connection already migrated it; this one only
+  // needs its per-connection settings.
+  auto db = sql::Database::open(c.path, c.access);
+  if (db && c.access == sql::Access::read_write) {
+    if (auto r = set_pragmas(*db, false); !r) db = std::unexpected(r.error());
+  }
+  auto conn = std::make_unique<sql::Database>(db ? std::move(*db) : sql::Database::broken(db.error()));
+  if (c.busy_ms != sql::kBusyRetryMs) conn->set_busy_limit(c.busy_ms);
+  return *c.by_thread.emplace(me, std::move(conn)).first->second;
+}
 
 Result<std::string> default_db_path() {
   namespace fs = std::filesystem;
@@ -111,13 +203,9 @@ Result<Store> Store::open(const std::string& path) {
   }
   auto db = sql::Database::open(path);
   if (!db) return std::unexpected(db.error());
-  for (auto pragma : {"PRAGMA journal_mode = WAL", "PRAGMA foreign_keys = ON", "PRAGMA synchronous = NORMAL"}) {
-    auto stmt = db->prepare(pragma);
-    if (!stmt) return std::unexpected(stmt.error());
-    if (auto r = stmt->run(); !r) return std::unexpected(Error{r.error().code, r.error().message, path});
-  }
+  if (auto r = set_pragmas(*db, true); !r) return std::unexpected(r.error());
   if (auto r = migrate(*db); !r) return std::unexpected(Error{r.error().code, r.error().message, path});
-  return Store(std::move(*db));
+  return Store(std::move(*db), sql::Access::read_write);
 }
 
 Result<Store> Store::open_for_reading(const std::string& path) {
@@ -137,7 +225,7 @@ Result<Store> Store::open_for_reading(const std::string& path) {
                   path);
     return migrated;
   }
-  return Store(std::move(*db));
+  return Store(std::move(*db), sql::Access::read_only);
 }
 
 Result<InstallResult> Store::install(const registry::Manifest& manifest, Activate activate,
@@ -147,30 +235,30 @@ Result<InstallResult> Store::install(const registry::Manifest& manifest, Activat
   if (!canonical) return std::unexpected(canonical.error());
   InstallResult result{json::content_id(*canonical), manifest.name, false, false, std::nullopt};
 
-  auto tx = sql::Transaction::begin(db_);
+  auto tx = sql::Transaction::begin(database());
   if (!tx) return std::unexpected(tx.error());
   if (registry::needs_trust(manifest)) {
-    auto t = db_.prepare(
+    auto t = database().prepare(
         "INSERT INTO trust(revision, trusted_by, trusted_at, reason) VALUES (?1, ?2, ?3, ?4) "
         "ON CONFLICT(revision) DO NOTHING");
     if (!t) return std::unexpected(t.error());
     t->bind(1, result.id).bind(2, trust->by).bind(3, now_iso8601()).bind(4, trust->reason);
     if (auto r = t->run(); !r) return std::unexpected(r.error());
   }
-  auto insert = db_.prepare(
+  auto insert = database().prepare(
       "INSERT INTO revisions(id, name, execution, definition, created_at) VALUES (?1, ?2, ?3, ?4, ?5) "
       "ON CONFLICT(id) DO NOTHING");
   if (!insert) return std::unexpected(insert.error());
   insert->bind(1, result.id).bind(2, manifest.name).bind(3, registry::execution_name(manifest.execution));
   insert->bind(4, *canonical).bind(5, now_iso8601());
   if (auto r = insert->run(); !r) return std::unexpected(r.error());
-  result.created = db_.changes() == 1;
+  result.created = database().changes() == 1;
 
   auto current = active(manifest.name);
   if (!current) return std::unexpected(current.error());
   const bool bind = activate == Activate::always ? (!*current || (*current)->revision != result.id) : !*current;
   if (bind) {
-    auto b = db_.prepare("INSERT INTO bindings(name, revision, activated_at) VALUES (?1, ?2, ?3)");
+    auto b = database().prepare("INSERT INTO bindings(name, revision, activated_at) VALUES (?1, ?2, ?3)");
     if (!b) return std::unexpected(b.error());
     b->bind(1, manifest.name).bind(2, result.id).bind(3, now_iso8601());
     if (auto r = b->run(); !r) return std::unexpected(r.error());
@@ -189,7 +277,7 @@ Result<Binding> Store::activate(std::string_view name, std::string_view revision
   if (rev->name != name)
     return fail(Errc::bad_usage,
                 fmt::format("revision {} is a revision of \"{}\", not of \"{}\"", rev->id, rev->name, name), rev->id);
-  auto stmt = db_.prepare("INSERT INTO bindings(name, revision, activated_at) VALUES (?1, ?2, ?3) RETURNING seq, activated_at");
+  auto stmt = database().prepare("INSERT INTO bindings(name, revision, activated_at) VALUES (?1, ?2, ?3) RETURNING seq, activated_at");
   if (!stmt) return std::unexpected(stmt.error());
   stmt->bind(1, name).bind(2, rev->id).bind(3, now_iso8601());
   auto row = stmt->step();
@@ -204,7 +292,7 @@ Result<std::string> Store::expand_prefix(std::string_view table, std::string_vie
     return fail(Errc::bad_usage,
                 fmt::format("prefix \"{}\" is too short: give at least 12 hex digits", ref), std::string(ref));
   const std::string lo = "sha256:" + std::string(*hex);
-  auto stmt = db_.prepare(fmt::format("SELECT id FROM {} WHERE id >= ?1 AND id < ?2 ORDER BY id LIMIT 11", table));
+  auto stmt = database().prepare(fmt::format("SELECT id FROM {} WHERE id >= ?1 AND id < ?2 ORDER BY id LIMIT 11", table));
   if (!stmt) return std::unexpected(stmt.error());
   stmt->bind(1, lo).bind(2, lo + "\x7f");
   std::vector<std::string> ids;
@@ -224,7 +312,7 @@ Result<std::string> Store::expand_prefix(std::string_view table, std::string_vie
 }
 
 Result<RevisionRecord> Store::revision(std::string_view id) {
-  auto stmt = db_.prepare(
+  auto stmt = database().prepare(
       "SELECT r.id, r.name, r.definition, r.created_at, t.trusted_by, t.trusted_at, t.reason "
       "FROM revisions r LEFT JOIN trust t ON t.revision = r.id WHERE r.id = ?1");
   if (!stmt) return std::unexpected(stmt.error());
@@ -264,7 +352,7 @@ Result<RevisionRecord> Store::resolve(std::string_view ref) {
 }
 
 Result<std::optional<Binding>> Store::active(std::string_view name) {
-  auto stmt = db_.prepare(
+  auto stmt = database().prepare(
       "SELECT seq, name, revision, activated_at FROM bindings WHERE name = ?1 ORDER BY seq DESC LIMIT 1");
   if (!stmt) return std::unexpected(stmt.error());
   stmt->bind(1, name);
@@ -275,7 +363,7 @@ Result<std::optional<Binding>> Store::active(std::string_view name) {
 }
 
 Result<std::vector<Binding>> Store::history(std::string_view name) {
-  auto stmt = db_.prepare("SELECT seq, name, revision, activated_at FROM bindings WHERE name = ?1 ORDER BY seq");
+  auto stmt = database().prepare("SELECT seq, name, revision, activated_at FROM bindings WHERE name = ?1 ORDER BY seq");
   if (!stmt) return std::unexpected(stmt.error());
   stmt->bind(1, name);
   std::vector<Binding> out;
@@ -286,7 +374,7 @@ Result<std::vector<Binding>> Store::history(std::string_view name) {
     out.push_back({stmt->integer(0), stmt->text(1), stmt->text(2), stmt->text(3)});
   }
   if (out.empty()) {
-    auto any = db_.prepare("SELECT 1 FROM revisions WHERE name = ?1 LIMIT 1");
+    auto any = database().prepare("SELECT 1 FROM revisions WHERE name = ?1 LIMIT 1");
     if (!any) return std::unexpected(any.error());
     any->bind(1, name);
     auto row = any->step();
@@ -297,7 +385,7 @@ Result<std::vector<Binding>> Store::history(std::string_view name) {
 }
 
 Result<std::vector<ToolSummary>> Store::tools() {
-  auto stmt = db_.prepare(
+  auto stmt = database().prepare(
       "SELECT r.name, COUNT(*), "
       "  (SELECT b.revision FROM bindings b WHERE b.name = r.name ORDER BY b.seq DESC LIMIT 1) "
       "FROM revisions r GROUP BY r.name ORDER BY r.name");

@@ -9,9 +9,28 @@
 // revisions), popups.h (M16), sandbox_log.h; origin.h normalizes origins and
 // outcome.h is the refusal type capabilities return to tool code.
 // docs/grants.md describes the tables and the tycli commands.
+//
+// Threads: a Store may be used from several threads at once. Each thread gets
+// its own SQLite connection (opened on its first use, kept until the Store
+// goes), as SQLite recommends (https://sqlite.org/threadsafe.html, "each
+// thread its own connection"): WAL lets those connections read in parallel
+// while one writes, a transaction belongs to the thread that began it, and no
+// connection-wide mutex serializes readers behind a writer. The Store object
+// itself (open, move, destroy) is not to be raced with its own use.
+// Busy: another connection's lock (thread or process) is waited for, bounded
+// (sql::kBusyTimeoutMs per wait, sql::kBusyRetryMs per write, sqlite.h);
+// after the bound the caller gets Errc::store "held the store for more than
+// … ms", never a bare SQLITE_BUSY.
+// Durability: WAL with synchronous=NORMAL (docs/tasks.md, "Durability").
+// Verified rows are remembered per process (revisions and tasks, keyed by
+// their content address together with the stored bytes): a row is hashed and
+// parsed on its first read, and a later read of the same bytes reuses that
+// work; a row whose bytes changed is verified again (and so found tampered).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -123,12 +142,22 @@ class Store {
   // Names with an active binding, sorted.
   Result<std::vector<std::string>> active_names();
 
-  sql::Database& database() { return db_; }
+  // The calling thread's connection (see "Threads" above). A connection that
+  // cannot be opened is returned broken: its exec/prepare give the error.
+  sql::Database& database();
+  // The bound on waiting for a busy store (sql::Database::set_busy_limit), for
+  // every connection of this Store, current and future. Default sql::kBusyRetryMs.
+  void set_busy_limit(std::chrono::milliseconds limit);
+
+  Store(Store&&) noexcept;
+  Store& operator=(Store&&) noexcept;
+  ~Store();
 
  private:
-  explicit Store(sql::Database db) : db_(std::move(db)) {}
+  struct Connections;
+  Store(sql::Database db, sql::Access access);
   Result<std::string> expand_prefix(std::string_view table, std::string_view ref);
-  sql::Database db_;
+  std::unique_ptr<Connections> conns_;
 };
 
 }  // namespace taskyon::store

@@ -1,4 +1,9 @@
 // Task persistence: append-only rows whose ids are content addresses.
+#include <array>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+
 #include <fmt/format.h>
 
 #include "taskyon/json/json.h"
@@ -11,8 +16,36 @@ namespace {
 constexpr std::string_view kTaskColumns =
     "id, parent_id, role, content, state, tool_revision, settings_revision, labels, created_by";
 
+constexpr int kColumns = 9;
+
+// Tasks verified by this process: the row's bytes (every column) and the task
+// built from them. A later read of the same bytes reuses the task; a row
+// whose bytes differ is verified again (and so found tampered).
+struct VerifiedTask {
+  std::array<std::optional<std::string>, kColumns> row;
+  tasks::Task task;
+};
+struct VerifiedTasks {
+  std::mutex m;
+  std::unordered_map<std::string, std::shared_ptr<const VerifiedTask>> by_id;
+};
+VerifiedTasks& verified_tasks() {
+  static VerifiedTasks v;
+  return v;
+}
+constexpr std::size_t kMaxVerifiedTasks = 1 << 16;
+
+bool same_row(const VerifiedTask& known, const sql::Statement& stmt) {
+  for (int c = 0; c < kColumns; ++c) {
+    const auto now = stmt.view(c);
+    const auto& then = known.row[static_cast<std::size_t>(c)];
+    if (now.has_value() != then.has_value() || (now && *now != *then)) return false;
+  }
+  return true;
+}
+
 // Rebuilds a task from a row and checks it still hashes to its id (R2, T4).
-Result<tasks::Task> load_task(sql::Statement& stmt) {
+Result<tasks::Task> verify_task(sql::Statement& stmt) {
   tasks::Task t;
   t.id = stmt.text(0);
   t.parent_id = stmt.optional_text(1);
@@ -45,17 +78,36 @@ Result<tasks::Task> load_task(sql::Statement& stmt) {
   return t;
 }
 
+Result<tasks::Task> load_task(sql::Statement& stmt) {
+  auto& cache = verified_tasks();
+  const auto id = stmt.view(0).value_or("");
+  {
+    std::lock_guard lock(cache.m);
+    if (auto it = cache.by_id.find(std::string(id)); it != cache.by_id.end() && same_row(*it->second, stmt))
+      return it->second->task;
+  }
+  auto t = verify_task(stmt);
+  if (!t) return t;
+  auto entry = std::make_shared<VerifiedTask>();
+  for (int c = 0; c < kColumns; ++c) entry->row[static_cast<std::size_t>(c)] = stmt.optional_text(c);
+  entry->task = *t;
+  std::lock_guard lock(cache.m);
+  if (cache.by_id.size() >= kMaxVerifiedTasks) cache.by_id.clear();
+  cache.by_id.insert_or_assign(t->id, std::move(entry));
+  return t;
+}
+
 }  // namespace
 
 Result<void> Store::put_tasks(const std::vector<tasks::Task>& batch) {
-  auto tx = sql::Transaction::begin(db_);
+  auto tx = sql::Transaction::begin(database());
   if (!tx) return std::unexpected(tx.error());
   for (const auto& t : batch) {
     if (auto ok = tasks::check_invariants(t); !ok) return ok;
     auto kind = tasks::content_kind(t.content);
     auto content = json::canonicalize(t.content);
     if (!content) return std::unexpected(content.error());
-    auto stmt = db_.prepare(
+    auto stmt = database().prepare(
         "INSERT INTO tasks(id, parent_id, role, kind, content, state, tool_revision, settings_revision, created_at, "
         "labels, created_by) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) ON CONFLICT(id) DO NOTHING");
     if (!stmt) return std::unexpected(stmt.error());
@@ -77,7 +129,7 @@ Result<tasks::Task> Store::task(std::string_view id_or_prefix) {
     if (!full) return std::unexpected(full.error());
     id = *full;
   }
-  auto stmt = db_.prepare(fmt::format("SELECT {} FROM tasks WHERE id = ?1", kTaskColumns));
+  auto stmt = database().prepare(fmt::format("SELECT {} FROM tasks WHERE id = ?1", kTaskColumns));
   if (!stmt) return std::unexpected(stmt.error());
   stmt->bind(1, id);
   auto row = stmt->step();
@@ -106,18 +158,18 @@ Result<std::vector<tasks::Task>> load_all(Result<sql::Statement> stmt, std::opti
 }  // namespace
 
 Result<std::vector<tasks::Task>> Store::children(std::string_view id) {
-  return load_all(db_.prepare(fmt::format("SELECT {} FROM tasks WHERE parent_id = ?1 ORDER BY rowid", kTaskColumns)),
+  return load_all(database().prepare(fmt::format("SELECT {} FROM tasks WHERE parent_id = ?1 ORDER BY rowid", kTaskColumns)),
                   id);
 }
 
 Result<std::vector<tasks::Task>> Store::roots() {
-  return load_all(db_.prepare(fmt::format("SELECT {} FROM tasks WHERE parent_id IS NULL ORDER BY rowid", kTaskColumns)),
+  return load_all(database().prepare(fmt::format("SELECT {} FROM tasks WHERE parent_id IS NULL ORDER BY rowid", kTaskColumns)),
                   std::nullopt);
 }
 
 Result<std::vector<tasks::Task>> Store::lineage(std::string_view id) {
   auto path = load_all(
-      db_.prepare(fmt::format("WITH RECURSIVE up(id, depth) AS ("
+      database().prepare(fmt::format("WITH RECURSIVE up(id, depth) AS ("
                               "  SELECT id, 0 FROM tasks WHERE id = ?1"
                               "  UNION ALL SELECT t.parent_id, up.depth + 1 FROM tasks t JOIN up ON t.id = up.id"
                               "  WHERE t.parent_id IS NOT NULL AND up.depth < 100000) "

@@ -1,0 +1,99 @@
+// make bench: canonical JSON + SHA-256 against raw SHA-256 of the same bytes
+// (issue 19: canonicalize + hash of typical JSON >= 70 % of raw SHA-256).
+//   Json/raw_sha256          sha256_hex over the canonical bytes (the floor)
+//   Json/content_id_of       canonicalize streamed into SHA-256 (what ids cost)
+//   Json/canonicalize        the canonical text alone
+//   Json/ratio               both in one run: counter vs_raw_sha256 = raw time / ours
+// "Typical JSON": a tool manifest, a conversation of calls and results with
+// text, numbers (integers and fractions), nested objects and arrays.
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "taskyon/json/json.h"
+
+namespace {
+
+using taskyon::json::Value;
+
+Value typical() {
+  Value doc = Value::object();
+  doc["name"] = "weather_lookup";
+  doc["description"] = "Looks up the forecast for a city and returns temperatures in \u00b0C, wind and a summary.";
+  doc["parameters"] = {{"type", "object"},
+                       {"properties",
+                        {{"city", {{"type", "string"}, {"minLength", 1}, {"maxLength", 200}}},
+                         {"days", {{"type", "integer"}, {"minimum", 1}, {"maximum", 14}}},
+                         {"units", {{"enum", {"metric", "imperial"}}}}}},
+                       {"required", {"city"}}};
+  doc["code"] = "async ({city, days = 3}) => {\n  const r = await fetch(`https://api.example.com/v1/forecast?city=${"
+                "encodeURIComponent(city)}&days=${days}`);\n  if (!r.ok) throw new Error(\"HTTP \" + r.status);\n  "
+                "return await r.json();\n}\n";
+  Value turns = Value::array();
+  for (int i = 0; i < 40; ++i) {
+    turns.push_back({{"role", "assistant"},
+                     {"content", {{"functionCall", {{"name", "weather_lookup"},
+                                                    {"arguments", {{"city", fmt::format("City number {}", i)},
+                                                                   {"days", i % 14 + 1}}}}}}}});
+    Value days = Value::array();
+    for (int d = 0; d < 3; ++d)
+      days.push_back({{"day", d}, {"min", -3.5 + i * 0.25 + d}, {"max", 12.75 + i * 0.1}, {"wind_kmh", 17 + d},
+                      {"summary", "partly cloudy, light rain in the afternoon"}});
+    turns.push_back({{"role", "tool"},
+                     {"content", {{"toolResult", {{"result", {{"days", days}, {"source", "example"}}},
+                                                  {"logs", Value::array()}}}}}});
+  }
+  doc["turns"] = std::move(turns);
+  return doc;
+}
+
+const Value& doc() {
+  static const Value v = typical();
+  return v;
+}
+const std::string& bytes() {
+  static const std::string b = *taskyon::json::canonicalize(doc());
+  return b;
+}
+
+void RawSha256(benchmark::State& state) {
+  for (auto _ : state) benchmark::DoNotOptimize(taskyon::json::sha256_hex(bytes()));
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * bytes().size()));
+}
+BENCHMARK(RawSha256)->Name("Json/raw_sha256");
+
+void ContentIdOf(benchmark::State& state) {
+  for (auto _ : state) benchmark::DoNotOptimize(taskyon::json::content_id_of(doc()));
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * bytes().size()));
+}
+BENCHMARK(ContentIdOf)->Name("Json/content_id_of");
+
+void Canonicalize(benchmark::State& state) {
+  for (auto _ : state) benchmark::DoNotOptimize(taskyon::json::canonicalize(doc()));
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * bytes().size()));
+}
+BENCHMARK(Canonicalize)->Name("Json/canonicalize");
+
+// Both measured in the same iteration, so the ratio is of one run.
+void Ratio(benchmark::State& state) {
+  using Clock = std::chrono::steady_clock;
+  constexpr int kRounds = 50;
+  double raw = 0, ours = 0;
+  for (auto _ : state) {
+    auto t0 = Clock::now();
+    for (int i = 0; i < kRounds; ++i) benchmark::DoNotOptimize(taskyon::json::sha256_hex(bytes()));
+    auto t1 = Clock::now();
+    for (int i = 0; i < kRounds; ++i) benchmark::DoNotOptimize(taskyon::json::content_id_of(doc()));
+    auto t2 = Clock::now();
+    raw += std::chrono::duration<double>(t1 - t0).count();
+    ours += std::chrono::duration<double>(t2 - t1).count();
+  }
+  state.counters["vs_raw_sha256"] = raw / ours;  // 1.0: as fast as hashing the bytes alone
+  state.counters["bytes"] = static_cast<double>(bytes().size());
+}
+BENCHMARK(Ratio)->Name("Json/ratio");
+
+}  // namespace

@@ -1,0 +1,16 @@
+// Internal to json/: ECMAScript Number::toString written into a buffer, the
+// allocation-free core of format_number() (number.cc) used by the canonical
+// writer (canonical.cc).
+#pragma once
+
+#include <cstddef>
+
+namespace taskyon::json::detail {
+
+inline constexpr std::size_t kNumberTextMax = 32;  // longest form is 25 bytes ("-0.000001234567890123456…")
+
+// Writes Number::toString(x) of a FINITE double to `out` (kNumberTextMax
+// bytes) and returns its length; 0 only if std::to_chars failed.
+std::size_t write_number(char* out, double x);
+
+}  // namespace taskyon::json::detail
