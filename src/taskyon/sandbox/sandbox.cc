@@ -170,9 +170,9 @@ Result<std::shared_ptr<const hardening::Policy>> node_policy(const std::string& 
   static std::map<std::string, std::shared_ptr<const hardening::Policy>, std::less<>> cache;
   std::lock_guard lock(mu);
   if (auto it = cache.find(node); it != cache.end()) return it->second;
-  // No PID namespace yet for pool children (docs/sandbox.md, "PID namespace"):
-  // the pool names a sandbox by its runtime's host pid.
-  auto policy = hardening::Policy::prepare(node, {"/dev/null"}, hardening::Layers{.pid_namespace = false});
+  // Every layer, the PID namespace included: the pool names a sandbox by its
+  // runtime's host pid, which the child reports (Child::runtime_pid).
+  auto policy = hardening::Policy::prepare(node, {"/dev/null"});
   if (!policy) return policy;
   cache.emplace(node, *policy);
   return *policy;

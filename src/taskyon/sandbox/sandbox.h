@@ -111,7 +111,7 @@ class Sandbox {
   void kill(std::string_view reason);
   std::optional<std::string> killed_reason() const;
 
-  pid_t pid() const { return child_->pid(); }
+  pid_t pid() const { return child_->runtime_pid(); }  // the runtime's host pid (process.h)
   const std::string& workdir() const { return workdir_; }
   const std::string& revision() const { return revision_; }
   const std::string& name() const { return name_; }
