@@ -320,7 +320,8 @@ TEST_F(EscapeDeno, PROC_11_IgnoreTermination) {
   )");
   auto warm = run("proc11", code, Value{{"warm", true}});
   ASSERT_EQ(warm.status, Status::ok) << warm.error;
-  const int pid = warm.value.get<int>();
+  ASSERT_EQ(pool().sandboxes().size(), 1u);
+  const int pid = pool().sandboxes()[0].pid;  // the host's view: inside its PID namespace it is 2
   auto out = run("proc11", code, Value::object(), 500ms);
   EXPECT_EQ(out.status, Status::timeout) << out.error;
   EXPECT_EQ(out.destroyed, "timeout");
@@ -616,7 +617,7 @@ TEST_F(EscapeDeno, RES_08_ForkBomb) {
     EXPECT_TRUE(is_denial(result.get<std::string>())) << attempt << ": " << result;
   }
   ASSERT_EQ(pool().sandboxes().size(), 1u);
-  EXPECT_EQ(session_members(pool().sandboxes()[0].pid).size(), 1u);
+  EXPECT_EQ(sandbox_processes(pool().sandboxes()[0].pid), only_the_sandbox(pool().sandboxes()[0].pid));
 }
 
 TEST_F(EscapeDeno, RES_10_CrashTheRuntime) {
@@ -681,10 +682,10 @@ TEST_F(EscapeDeno, LIFE_04_OrphanAGrandchild) {
   ASSERT_EQ(out.status, Status::ok) << out.error;
   EXPECT_TRUE(is_denial(out.value["command"].get<std::string>())) << out.value;
   ASSERT_EQ(pool().sandboxes().size(), 1u);
-  const int pid = pool().sandboxes()[0].pid;
-  EXPECT_EQ(session_members(pid), std::vector<int>{pid});
+  const int pid = pool().sandboxes()[0].pid, sid = session_of(pid);
+  EXPECT_EQ(sandbox_processes(pid), only_the_sandbox(pid));
   pool().terminate("sha256:escape-life04");
-  EXPECT_TRUE(session_members(pid).empty());
+  EXPECT_TRUE(session_members(sid).empty());
   EXPECT_TRUE(process_gone(pid));
 }
 

@@ -21,6 +21,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -102,6 +103,37 @@ inline std::vector<int> session_members(int sid) {
   }
   return members;
 }
+// The session of process `pid` (0 when it is gone).
+inline int session_of(int pid) {
+  const std::string stat = read_file(fs::path("/proc") / std::to_string(pid) / "stat");
+  const std::size_t close = stat.rfind(')');
+  char state = 0;
+  int ppid = 0, pgrp = 0, session = 0;
+  if (close == std::string::npos ||
+      std::sscanf(stat.c_str() + close + 1, " %c %d %d %d", &state, &ppid, &pgrp, &session) != 4)
+    return 0;
+  return session;
+}
+
+// The live processes of the session of a sandbox whose runtime is `pid`, in
+// pid order: the runtime alone, or (PID namespace) its init, which leads the
+// session, and the runtime.
+inline std::vector<int> sandbox_processes(int pid) {
+  const int sid = session_of(pid);
+  if (sid == 0) return {};
+  std::vector<int> members = session_members(sid);
+  std::sort(members.begin(), members.end());
+  return members;
+}
+
+// What sandbox_processes(pid) is when nothing else runs in the sandbox.
+inline std::vector<int> only_the_sandbox(int pid) {
+  const int sid = session_of(pid);
+  std::vector<int> expected = sid == pid || sid == 0 ? std::vector<int>{pid} : std::vector<int>{sid, pid};
+  std::sort(expected.begin(), expected.end());
+  return expected;
+}
+
 class EscapeFixture : public ::testing::Test {
  protected:
   explicit EscapeFixture(JsRuntime runtime = JsRuntime::node) : runtime_(runtime) {}

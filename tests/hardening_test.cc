@@ -374,8 +374,13 @@ class NamespacesTest : public ::testing::Test {
   void SetUp() override {
     if (!machine().user_namespaces) GTEST_SKIP() << machine().namespaces_error;
   }
-  // In the child: the namespace and identity steps of contain() (the new root left out).
-  static void enter(const namespaces::Plan& plan) {
+  // In the child: the namespace and identity steps of contain() (the new root
+  // left out). The child is forked plainly, not cloned into a PID namespace,
+  // so a user namespace the clone would have made is unshared here.
+  static void enter(const namespaces::Plan& cloned) {
+    namespaces::Plan plan = cloned;
+    plan.flags |= plan.clone_flags & CLONE_NEWUSER;
+    plan.clone_flags = 0;
     const int proc_self = namespaces::open_proc_self();
     CHILD_EXPECT(proc_self >= 0);
     CHILD_EXPECT(namespaces::unshare_mount_first(plan));
@@ -926,11 +931,16 @@ ShellRun run_contained_shell(const std::string& script, const std::string& workd
                        .env = {"ONLY=this"},
                        .workdir = workdir_override.empty() ? workdir : workdir_override,
                        .limits = {.data_bytes = 256u << 20, .open_files = 64}};
-  auto containment = Containment::prepare(*policy, spec, ChildStdio{in[0], out[1], out[1]});
+  Fd report_host, report_child;  // with a PID namespace (contain.h)
+  if ((*policy)->namespace_plan().pid()) {
+    EXPECT_TRUE(report_socket(report_host, report_child));
+  }
+  auto containment =
+      Containment::prepare(*policy, spec, ChildStdio{in[0], out[1], out[1], report_child.get(), report_host.get()});
   EXPECT_TRUE(containment.has_value()) << containment.error().describe();
   if (!containment) return {};
-  const pid_t pid = ::fork();
-  if (pid == 0) contain(**containment);
+  const pid_t pid = start(**containment);
+  report_child.reset();
   ::close(in[0]);
   ::close(in[1]);
   ::close(out[1]);

@@ -160,13 +160,17 @@ class KernelLayers : public ::testing::TestWithParam<const char*> {
     EXPECT_EQ(::pipe2(in, O_CLOEXEC), 0);
     EXPECT_EQ(::pipe2(out, O_CLOEXEC), 0);
     EXPECT_EQ(::pipe2(err, O_CLOEXEC), 0);
+    Fd report_host, report_child;  // with a PID namespace (contain.h)
+    if ((*policy)->namespace_plan().pid()) {
+      EXPECT_TRUE(report_socket(report_host, report_child));
+    }
     auto containment = Containment::prepare(
         *policy, {.argv = argv, .env = env, .workdir = work_.string(), .limits = {.data_bytes = 0, .open_files = 256}},
-        ChildStdio{in[0], out[1], err[1]});
+        ChildStdio{in[0], out[1], err[1], report_child.get(), report_host.get()});
     EXPECT_TRUE(containment.has_value()) << containment.error().describe();
     if (!containment) return "no containment";
-    const pid_t pid = ::fork();
-    if (pid == 0) contain(**containment);
+    const pid_t pid = start(**containment);
+    report_child.reset();
     ::close(in[0]);
     ::close(in[1]);
     ::close(out[1]);

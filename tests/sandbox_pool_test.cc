@@ -48,6 +48,26 @@ CallRequest request(std::string revision, std::string code, Value args = Value::
 
 bool process_gone(int pid) { return ::kill(pid, 0) == -1 && errno == ESRCH; }
 
+// Tool code cannot name its sandbox by process.pid: in its PID namespace it is
+// always 2. A sandbox's identity for tests: a random number it keeps.
+constexpr const char* kSandboxId = "(globalThis.sandboxId = globalThis.sandboxId || Math.random())";
+
+// The host pid of the runtime of the live sandbox of `revision` (SandboxInfo),
+// or 0.
+int host_pid(const Pool& pool, const std::string& revision) {
+  for (const auto& info : pool.sandboxes())
+    if (info.revision == revision) return info.pid;
+  return 0;
+}
+
+// The host pid of the latest destroyed sandbox of `revision`, or 0.
+int destroyed_pid(const Pool& pool, const std::string& revision) {
+  const auto all = pool.destructions();
+  for (auto it = all.rbegin(); it != all.rend(); ++it)
+    if (it->revision == revision) return it->pid;
+  return 0;
+}
+
 // The process name (/proc/PID/comm) a tool can set through process.title:
 // how a test learns, without timing, that a tool reached a point.
 std::string comm_of(int pid) {
@@ -349,7 +369,8 @@ TEST(SandboxPool, RetainsStateAcrossCallsOfOneRevision) {
 
 TEST(SandboxPool, TwoRevisionsNeverShareASandbox) {
   Pool pool;
-  const std::string code = "() => ({ n: (globalThis.n = (globalThis.n || 0) + 1), pid: process.pid })";
+  const std::string code =
+      std::string("() => ({ n: (globalThis.n = (globalThis.n || 0) + 1), pid: ") + kSandboxId + " })";
   auto a1 = run(pool, request(rev("A"), code));
   auto a2 = run(pool, request(rev("A"), code));
   auto b1 = run(pool, request(rev("B"), code));
@@ -360,6 +381,7 @@ TEST(SandboxPool, TwoRevisionsNeverShareASandbox) {
   EXPECT_EQ(a1.value["pid"], a2.value["pid"]);
   EXPECT_NE(a1.value["pid"], b1.value["pid"]);
   EXPECT_EQ(pool.live(), (std::vector<std::string>{rev("A"), rev("B")}));
+  EXPECT_NE(host_pid(pool, rev("A")), host_pid(pool, rev("B")));
 }
 
 TEST(SandboxPool, ConcurrentCallsToOneRevisionAreSerialized) {
@@ -406,16 +428,20 @@ TEST(SandboxPool, ConcurrentCallsToOneRevisionAreSerialized) {
 
 TEST(SandboxPool, DisposableModeLeavesTheRetainedSandboxUntouched) {
   Pool pool;
-  const std::string counter = "(() => { let n = 0; return () => ({ n: ++n, pid: process.pid }); })()";
+  const std::string counter =
+      std::string("(() => { let n = 0; return () => ({ n: ++n, pid: ") + kSandboxId + " }); })()";
   auto first = run(pool, request(rev("disp"), counter));
   auto once = run(pool, request(rev("disp"), counter, Value::object(), 10s, Mode::disposable));
+  const int once_pid = destroyed_pid(pool, rev("disp"));
   auto second = run(pool, request(rev("disp"), counter));
   ASSERT_EQ(once.status, Status::ok) << once.error;
   EXPECT_EQ(once.value["n"], 1);
   EXPECT_TRUE(once.fresh_sandbox);
   EXPECT_EQ(once.destroyed, "disposable");
   EXPECT_NE(once.value["pid"], first.value["pid"]);
-  EXPECT_TRUE(process_gone(once.value["pid"].get<int>()));
+  EXPECT_GT(once_pid, 0);
+  EXPECT_NE(once_pid, host_pid(pool, rev("disp")));
+  EXPECT_TRUE(process_gone(once_pid));
   EXPECT_EQ(second.value["n"], 2);
   EXPECT_EQ(second.value["pid"], first.value["pid"]);
   EXPECT_EQ(pool.live(), std::vector<std::string>{rev("disp")});
@@ -429,7 +455,7 @@ TEST(SandboxPool, InfiniteLoopTimesOutAndTheNextCallGetsAFreshSandbox) {
   const std::string code = "(args) => { if (args.spin) { while (true) {} } return process.pid; }";
   auto warm = run(pool, request(rev("loop"), code));
   ASSERT_EQ(warm.status, Status::ok) << warm.error;
-  const int old_pid = warm.value.get<int>();
+  const int old_pid = host_pid(pool, rev("loop"));
   auto spun = run(pool, request(rev("loop"), code, Value{{"spin", true}}, 300ms));
   EXPECT_EQ(spun.status, Status::timeout);
   EXPECT_EQ(spun.destroyed, "timeout");
@@ -440,7 +466,7 @@ TEST(SandboxPool, InfiniteLoopTimesOutAndTheNextCallGetsAFreshSandbox) {
   auto next = run(pool, request(rev("loop"), code));
   ASSERT_EQ(next.status, Status::ok) << next.error;
   EXPECT_TRUE(next.fresh_sandbox);
-  EXPECT_NE(next.value.get<int>(), old_pid);
+  EXPECT_NE(host_pid(pool, rev("loop")), old_pid);
 }
 
 TEST(SandboxPool, NeverSettlingPromiseTimesOut) {
@@ -454,11 +480,12 @@ TEST(SandboxPool, ProcessExitMidCallIsCrashed) {
   Pool pool;
   const std::string code = "(args) => { if (args.exit) process.exit(0); return process.pid; }";
   auto warm = run(pool, request(rev("exit"), code));
+  const int warm_pid = host_pid(pool, rev("exit"));
   auto out = run(pool, request(rev("exit"), code, Value{{"exit", true}}));
   EXPECT_EQ(out.status, Status::crashed);
   EXPECT_EQ(out.destroyed, "crashed");
   EXPECT_NE(out.error.find("exited with code 0"), std::string::npos) << out.error;
-  EXPECT_TRUE(process_gone(warm.value.get<int>()));
+  EXPECT_TRUE(process_gone(warm_pid));
   auto next = run(pool, request(rev("exit"), code));
   EXPECT_EQ(next.status, Status::ok);
   EXPECT_TRUE(next.fresh_sandbox);
@@ -504,13 +531,12 @@ TEST(SandboxPool, ForgedFramesAreProtocolErrors) {
 
 TEST(SandboxPool, WritesAfterTheResultDestroyTheSandboxBeforeTheNextCall) {
   Pool pool;
-  const std::string code = R"((args) => {
+  const std::string code = std::string(R"((args) => {
       if (args.late) setTimeout(() => { require('fs').writeSync(1, 'late\n'); process.title = 'tky-wrote-late'; }, 1);
-      return process.pid;
-    })";
+      return )") + kSandboxId + "; }";
   auto first = run(pool, request(rev("late"), code, Value{{"late", true}}));
   ASSERT_EQ(first.status, Status::ok) << first.error;
-  const int pid = first.value.get<int>();
+  const int pid = host_pid(pool, rev("late"));
   // Bounded wait until the stray bytes are in the pipe (the tool renames its process after writing).
   for (int i = 0; i < 1000 && comm_of(pid) != "tky-wrote-late"; ++i) std::this_thread::sleep_for(10ms);
   ASSERT_EQ(comm_of(pid), "tky-wrote-late");
@@ -628,7 +654,7 @@ TEST(SandboxPool, NoHostDescriptorLeaksIntoTheChild) {
   Pool pool;
   auto out = run(pool, request(rev("fds"), "() => process.pid"));
   ASSERT_EQ(out.status, Status::ok) << out.error;
-  const std::string fd_dir = "/proc/" + std::to_string(out.value.get<int>()) + "/fd";
+  const std::string fd_dir = "/proc/" + std::to_string(host_pid(pool, rev("fds"))) + "/fd";
   std::vector<std::string> links;
   DIR* dir = ::opendir(fd_dir.c_str());
   ASSERT_NE(dir, nullptr);
@@ -695,7 +721,7 @@ TEST(SandboxHostDeath, Helper) {
   if (!out || out->status != Status::ok) ::_exit(3);
   const auto infos = pool.sandboxes();
   if (infos.size() != 1) ::_exit(4);
-  const std::string line = std::to_string(out->value.get<int>()) + " " + infos[0].workdir + "\n";
+  const std::string line = std::to_string(infos[0].pid) + " " + infos[0].workdir + "\n";
   if (::write(fd, line.data(), line.size()) != static_cast<ssize_t>(line.size())) ::_exit(5);
   ::close(fd);
   (void)pool.call(request(rev("helper"), code, Value{{"spin", true}}, 600s));

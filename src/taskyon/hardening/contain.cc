@@ -3,6 +3,8 @@
 #include <fcntl.h>
 #include <linux/close_range.h>
 #include <poll.h>
+#include <sched.h>
+#include <sys/socket.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -11,6 +13,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <mutex>
@@ -80,7 +83,8 @@ std::string_view step_name(int exit_code) {
 
 Result<std::shared_ptr<const Policy>> Policy::prepare(const std::string& executable,
                                                       const std::vector<std::string>& read_files, Layers wanted,
-                                                      seccomp::Exceptions exceptions) {
+                                                      seccomp::Exceptions exceptions,
+                                                      const std::vector<std::string>& read_trees) {
   auto files = runtime_files(executable);
   if (!files) return std::unexpected(std::move(files.error()));
   std::shared_ptr<Policy> policy(new Policy());
@@ -117,7 +121,7 @@ Result<std::shared_ptr<const Policy>> Policy::prepare(const std::string& executa
     std::vector<std::string> named = f.named;
     if (!f.interpreter.empty() && ::stat(kLoaderCache, &st) == 0) named.push_back(kLoaderCache);
     for (const std::string& path : read_files) named.push_back(path);
-    auto ops = mounts::plan_files(named);
+    auto ops = mounts::plan_files(named, read_trees);
     if (!ops) return std::unexpected(std::move(ops.error()));
     policy->mount_files_ = std::move(*ops);
     // No /proc inside, but runtimes ask /proc/self/exe where they are (Deno
@@ -157,6 +161,10 @@ Result<std::unique_ptr<const Containment>> Containment::prepare(std::shared_ptr<
   c->default_action_.sa_handler = SIG_DFL;
   sigemptyset(&c->default_action_.sa_mask);
   c->rlimits_ = rlimits::plan_rlimits(spec.limits);
+  if (c->policy_->namespace_plan().pid()) {
+    if (stdio.report < 0) return fail(Errc::internal, "a PID namespace child needs its report socket");
+    c->runtime_stack_ = std::make_unique<unsigned char[]>(Containment::kRuntimeStack);
+  }
   if (c->policy_->layers().mount_namespace) c->root_ = mounts::plan_root(c->policy_->mount_files(), spec.workdir);
   if (c->policy_->layers().seccomp) {
     const seccomp::AllowedExec exec{.fd = c->policy_->exec_fd(),
@@ -183,74 +191,74 @@ int wait_for(pid_t pid) noexcept {
   }
 }
 
-// Ends this process the way `status` says another one ended: the same exit
-// code, or the same signal (never a core: the process is made undumpable).
-[[noreturn]] void end_like(int status) noexcept {
-  if (WIFEXITED(status)) ::_exit(WEXITSTATUS(status));
-  if (WIFSIGNALED(status)) {
-    const int sig = WTERMSIG(status);
-    ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-    struct sigaction dfl {};
-    dfl.sa_handler = SIG_DFL;
-    ::sigaction(sig, &dfl, nullptr);
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    ::kill(::getpid(), sig);
-  }
-  die(Step::pid_init);
-}
-
-// True when the read end `fd` of a pipe still has a writer.
-bool writer_alive(int fd) noexcept {
-  struct pollfd p {fd, POLLIN, 0};
+// True while the other end of the connected socket `fd` is open (the host's
+// end of the report socket: the host is still there).
+bool peer_open(int fd) noexcept {
+  struct pollfd p {fd, POLLIN | POLLRDHUP, 0};
   return ::poll(&p, 1, 0) == 0;
 }
 
-// After unshare(CLONE_NEWPID): the relay and the init of contain.h. Returns
-// only in the runtime's process (PID 2), with its parent-death signal armed.
-void start_pid_namespace(pid_t host) noexcept {
-  int alive[2], status_pipe[2];
-  require(::pipe2(alive, O_CLOEXEC) == 0 && ::pipe2(status_pipe, O_CLOEXEC) == 0, Step::pid_init);
-  const pid_t init = ::fork();
-  require(init >= 0, Step::pid_init);
-  if (init > 0) {  // the relay: holds alive[1] until it ends
-    ::close(alive[0]);
-    ::close(status_pipe[1]);
-    require(::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) == 0, Step::pdeathsig);
-    require(::getppid() == host, Step::parent_gone);
-    // Nothing of the host's stays open here but the two pipes.
-    for (int fd = 0; fd < 3; ++fd) ::close(fd);
-    const int low = std::min(alive[1], status_pipe[0]), high = std::max(alive[1], status_pipe[0]);
-    ::close_range(3, static_cast<unsigned>(low) - 1, 0);
-    ::close_range(static_cast<unsigned>(low) + 1, static_cast<unsigned>(high) - 1, 0);
-    ::close_range(static_cast<unsigned>(high) + 1, ~0U, 0);
-    const int init_status = wait_for(init);
-    int runtime_status = 0;
-    ssize_t n;
-    do {
-      n = ::read(status_pipe[0], &runtime_status, sizeof runtime_status);
-    } while (n < 0 && errno == EINTR);
-    end_like(n == static_cast<ssize_t>(sizeof runtime_status) ? runtime_status : init_status);
-  }
-  // The init, PID 1: dies with the relay.
-  ::close(alive[1]);
-  ::close(status_pipe[0]);
-  require(::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) == 0, Step::pdeathsig);
-  require(writer_alive(alive[0]), Step::parent_gone);
-  const pid_t runtime = ::fork();
-  require(runtime >= 0, Step::pid_init);
-  if (runtime > 0) {
-    for (int fd = 0; fd < 3; ++fd) ::close(fd);
-    const int status = wait_for(runtime);
-    (void)!::write(status_pipe[1], &status, sizeof status);
-    ::_exit(0);  // PID 1 ends: the kernel kills what is left of the namespace
-  }
-  // The runtime, PID 2: dies with the init.
-  ::close(status_pipe[1]);
+// Steps 9-14 of contain.h: from the resource limits to exec.
+[[noreturn]] void finish(const Policy& policy, const Layers layers,
+                         const rlimits::Plan& limits, const ChildStdio& stdio,
+                         const std::optional<seccomp::Filter>& filter, char* const* argv, char* const* envp,
+                         const char* empty_path) noexcept {
+  require(rlimits::apply_rlimits(limits), Step::rlimits);
+
+  // The pipe ends are >= 3, so each dup2 is a real copy and clears close-on-exec.
+  require(::dup2(stdio.in, 0) == 0 && ::dup2(stdio.out, 1) == 1 && ::dup2(stdio.err, 2) == 2, Step::dup_stdio);
+  require(::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) == 0, Step::close_fds);
+
+  require(::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0, Step::no_new_privs);
+
+  if (layers.landlock) require(landlock::restrict_self(*policy.ruleset()), Step::landlock);
+
+  if (filter) require(seccomp::load(*filter), Step::seccomp);
+
+  ::syscall(SYS_execveat, policy.exec_fd(), empty_path, argv, envp, AT_EMPTY_PATH);
+  die(Step::execve);
+}
+
+}  // namespace
+
+// PID 2 of a PID namespace (contain.h): cloned by the init with CLONE_VM |
+// CLONE_VFORK, so until exec it shares the init's memory and must only make
+// syscalls. Tells the host its pid, then steps 8-14.
+int run_runtime(void* containment) noexcept {
+  const Containment& c = *static_cast<const Containment*>(containment);
   require(::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) == 0, Step::pdeathsig);
   require(::getppid() == 1, Step::parent_gone);
-  ::close(alive[0]);
+  const char pid_message = kReportPid;
+  require(::send(c.stdio_.report, &pid_message, 1, MSG_NOSIGNAL) == 1, Step::pid_init);
+  finish(*c.policy_, c.policy_->layers(), c.rlimits_, c.stdio_, c.filter_, c.argv_.data(), c.envp_.data(),
+         c.empty_path_);
+}
+
+namespace {
+
+// The init, PID 1 of the PID namespace, after steps 1-6: clones the runtime,
+// waits for it, reports its wait status to the host and exits (the kernel then
+// kills whatever is left in the namespace).
+[[noreturn]] void run_init(const Containment& c, int report, unsigned char* stack_top) noexcept {
+  require(::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) == 0, Step::pdeathsig);
+  require(peer_open(report), Step::parent_gone);  // getppid() is 0 here: the host is outside
+  // Nothing in the namespace may ptrace the init, which holds a copy of the
+  // host's memory (the runtime's exec makes it dumpable again).
+  require(::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == 0, Step::pid_init);
+  const pid_t runtime = ::clone(run_runtime, stack_top, CLONE_VM | CLONE_VFORK | SIGCHLD,
+                                const_cast<Containment*>(&c));
+  require(runtime > 0, Step::pid_init);
+  // The runtime has exec'd (or failed): keep nothing of the host's but the report end.
+  if (report > 0) ::close_range(0, static_cast<unsigned>(report) - 1, 0);
+  ::close_range(static_cast<unsigned>(report) + 1, ~0U, 0);
+  struct {
+    char kind;
+    int status;
+  } __attribute__((packed)) message{kReportStatus, wait_for(runtime)};
+  (void)!::send(report, &message, sizeof message, MSG_NOSIGNAL);
+  // For a parent that reads no report: the runtime's exit code, or 128 + its signal.
+  const int status = message.status;
+  ::_exit(WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 125);
 }
 
 }  // namespace
@@ -261,6 +269,7 @@ void contain(const Containment& c) noexcept {
   const Layers layers = policy.layers();
   const namespaces::Plan& ns = policy.namespace_plan();
 
+  if (c.stdio_.report_peer >= 0) ::close(c.stdio_.report_peer);  // the host's end: only the host holds it
   require(::sigprocmask(SIG_SETMASK, &c.empty_set_, nullptr) == 0, Step::sigmask);
   require(reset_signal_dispositions(c.default_action_), Step::signals);
 
@@ -286,27 +295,37 @@ void contain(const Containment& c) noexcept {
   }
 
   if (ns.pid()) {
-    start_pid_namespace(c.host_);
-  } else {
-    require(::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) == 0, Step::pdeathsig);
-    require(::getppid() == c.host_, Step::parent_gone);
+    // 16-byte aligned top of the runtime's stack (the stack grows down).
+    auto top = reinterpret_cast<std::uintptr_t>(c.runtime_stack_.get() + Containment::kRuntimeStack);
+    run_init(c, c.stdio_.report, reinterpret_cast<unsigned char*>(top & ~std::uintptr_t{15}));
   }
+  require(::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) == 0, Step::pdeathsig);
+  require(::getppid() == c.host_, Step::parent_gone);
+  finish(policy, layers, c.rlimits_, c.stdio_, c.filter_, c.argv_.data(), c.envp_.data(), c.empty_path_);
+}
 
-  require(rlimits::apply_rlimits(c.rlimits_), Step::rlimits);
+bool report_socket(Fd& host_end, Fd& child_end) {
+  int fds[2];
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fds) != 0) return false;
+  Fd ends[2] = {Fd(fds[0]), Fd(fds[1])};
+  for (Fd& end : ends) {
+    if (end.get() < 3) {
+      const int moved = ::fcntl(end.get(), F_DUPFD_CLOEXEC, 3);
+      if (moved < 0) return false;
+      end.reset(moved);
+    }
+  }
+  const int on = 1;
+  if (::setsockopt(ends[0].get(), SOL_SOCKET, SO_PASSCRED, &on, sizeof on) != 0) return false;
+  host_end = std::move(ends[0]);
+  child_end = std::move(ends[1]);
+  return true;
+}
 
-  // The pipe ends are >= 3, so each dup2 is a real copy and clears close-on-exec.
-  require(::dup2(c.stdio_.in, 0) == 0 && ::dup2(c.stdio_.out, 1) == 1 && ::dup2(c.stdio_.err, 2) == 2,
-          Step::dup_stdio);
-  require(::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) == 0, Step::close_fds);
-
-  require(::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0, Step::no_new_privs);
-
-  if (layers.landlock) require(landlock::restrict_self(*policy.ruleset()), Step::landlock);
-
-  if (c.filter_) require(seccomp::load(*c.filter_), Step::seccomp);
-
-  ::syscall(SYS_execveat, policy.exec_fd(), c.empty_path_, c.argv_.data(), c.envp_.data(), AT_EMPTY_PATH);
-  die(Step::execve);
+pid_t start(const Containment& c) noexcept {
+  const pid_t pid = namespaces::clone_child(c.policy_->namespace_plan());
+  if (pid == 0) contain(c);
+  return pid;
 }
 
 }  // namespace taskyon::hardening

@@ -10,11 +10,11 @@
 //   4. mount ns,    root host: unshare(CLONE_NEWNS) and build the new root
 //      root first   (mounts.h) with root's authority, before the ids drop
 //   5. sandbox uid  root host: no groups, uid/gid 65534 (namespaces.h)
-//   6. namespaces   unshare user+net+ipc+uts+pid (+mount when not root),
-//                   write own id maps, host name (user namespace first: it
-//                   owns the others); not root: build the new root now
-//   7. PID 1        with a PID namespace, the child forks twice (below) and
-//                   the runtime goes on as PID 2 of the new namespace
+//   6. namespaces   unshare user+net+ipc+uts (+mount when not root), write
+//                   own id maps, host name (user namespace first: it owns the
+//                   others); not root: build the new root now
+//   7. runtime      with a PID namespace, the child is its init (PID 1) and
+//                   clones the runtime (PID 2), which goes on below
 //   8. die with     PR_SET_PDEATHSIG=SIGKILL, then check the parent is still
 //      the parent   there (after the id changes: they reset the signal)
 //   9. rlimits      core 0, file size 0, descriptors, RLIMIT_DATA (rlimits.h)
@@ -29,25 +29,33 @@
 // Each failed step ends the child with its own exit code (Step); nothing here
 // allocates, and every call is checked.
 //
-// PID namespace: unshare(CLONE_NEWPID) moves only later children, and the
-// first of them is PID 1 of the namespace, whose signals without a handler
-// are dropped when they come from inside (a runtime as PID 1 could not
-// kill or abort itself the usual way). So the child (the host's pid, the
-// process-group leader) forks an init, PID 1, that only forks the runtime as
-// PID 2 and waits for it:
+// PID namespace: the host forks the child with clone(CLONE_NEWPID) (start(),
+// namespaces.h), so the child the host knows is PID 1 of the new namespace.
+// (A parent that reads no report still sees the runtime's exit code, or 128 +
+// the signal that ended it, as the init's exit code.)
+// PID 1 drops every signal from inside that it has no handler for (a runtime
+// as PID 1 could not kill or abort itself the usual way), so the child is an
+// init that does steps 1-6, then clones the runtime as PID 2 and waits for it:
 //
-//   host ── child (relay, host pid namespace) ── init (PID 1) ── runtime (PID 2)
+//   host ── init (PID 1, the host's child and pid) ── runtime (PID 2)
 //
-// The init hands the runtime's wait status to the relay through a pipe and
-// exits; when PID 1 ends, the kernel kills whatever is left in the namespace.
-// The relay re-raises the same status (exit code or signal, never a core: it
-// is not dumpable) so the host sees the runtime's own ending. The host's
-// side is unchanged: SIGKILL to the process group (all three are in it),
-// pidfd and waitpid on the relay; the relay dies with the host (parent-death
-// signal), the init with the relay (parent-death signal, plus a pipe that
-// shows the relay was still there after the signal was armed), the runtime
-// with the init (the namespace ends). Inside, `process.pid` is 2 and no host
-// process is visible (there is no /proc) or signalable by pid.
+// The runtime is cloned with CLONE_VM | CLONE_VFORK (on its own stack, in
+// the Containment): no page tables are copied, and the init sleeps until the
+// runtime has exec'd. Before exec the runtime sends one byte on the report
+// socket (ChildStdio::report, AF_UNIX SOCK_SEQPACKET): the host's end has
+// SO_PASSCRED, so the kernel attaches the runtime's pid as the *host* sees
+// it. That is the pid the host accounts memory by and shows (Child::
+// runtime_pid). When the runtime ends, the init sends its wait status on the
+// same socket and exits; when PID 1 ends, the kernel kills whatever is left
+// in the namespace. The host reports that status as the sandbox's ending.
+// The host's side is otherwise unchanged: SIGKILL to the process group (init
+// and runtime are in it), pidfd and waitpid on the init. The init dies with
+// the host (parent-death signal, plus the report socket, whose host end shows
+// the host was still there once the signal was armed; getppid() is 0 in a
+// new PID namespace), the runtime with the init. The init closes every
+// descriptor but its report end once the runtime has exec'd, and is not
+// dumpable (nothing in the namespace may ptrace it). Inside, `process.pid` is
+// 2 and no host process is visible (there is no /proc) or signalable by pid.
 #pragma once
 
 #include <signal.h>
@@ -77,7 +85,7 @@ enum class Step : int {
   proc_self = 226,     // open /proc/self (for the id maps, before the root changes)
   drop_ids = 227,      // setgroups/setresgid/setresuid(65534)
   mount_root = 228,    // unshare(CLONE_NEWNS) and building the new root (mounts.h)
-  pid_init = 229,      // the PID namespace's init: fork, pipe, wait
+  pid_init = 229,      // the PID namespace's init: clone of the runtime, wait, report
   unshare = 230,       // unshare(CLONE_NEWUSER | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS)
   id_maps = 231,       // /proc/self/{setgroups,uid_map,gid_map}
   hostname = 232,      // sethostname
@@ -109,7 +117,7 @@ struct Layers {
   bool seccomp = true;
   bool sandbox_uid = true;      // root host only: the child runs as 65534
   bool mount_namespace = true;  // needs namespaces: only the runtime's files (mounts.h)
-  bool pid_namespace = true;    // needs namespaces: the runtime is PID 2 of its own namespace
+  bool pid_namespace = true;    // needs namespaces: the runtime is PID 2 of its own namespace (start())
 };
 
 // What children of one runtime executable get, prepared once on the host:
@@ -125,10 +133,14 @@ class Policy {
   // layer cannot be prepared. Prints a warning on stderr, once per process,
   // for each kernel layer this machine lacks.
   // `exceptions`: what this runtime needs the seccomp filter to allow
-  // (seccomp.h; Deno only, none for Node).
+  // (seccomp.h; Deno only, none for Node). `read_trees`: directories the
+  // runtime reads and lists (strict Python's stdlib and site directories),
+  // bound whole into the mount namespace; their Landlock rules are the
+  // caller's to add (the ruleset grants files).
   static Result<std::shared_ptr<const Policy>> prepare(const std::string& executable,
                                                        const std::vector<std::string>& read_files,
-                                                       Layers wanted = {}, seccomp::Exceptions exceptions = {});
+                                                       Layers wanted = {}, seccomp::Exceptions exceptions = {},
+                                                       const std::vector<std::string>& read_trees = {});
 
   const std::string& executable() const { return files_.executable; }
   const RuntimeFiles& files() const { return files_; }
@@ -160,12 +172,20 @@ struct ChildSpec {
   rlimits::Limits limits;
 };
 
-// The child's ends of its pipes, each numbered 3 or above.
+// The child's ends of its pipes, each numbered 3 or above. With a PID
+// namespace also both ends of the report socket (contain.h, top): `report`
+// the child's, `report_peer` the host's (closed in the child).
 struct ChildStdio {
   int in = -1;
   int out = -1;
   int err = -1;
+  int report = -1;
+  int report_peer = -1;
 };
+
+// Report messages on ChildStdio::report, one per SOCK_SEQPACKET datagram.
+inline constexpr char kReportPid = 'P';     // 1 byte, from the runtime: its pid rides in SCM_CREDENTIALS
+inline constexpr char kReportStatus = 'S';  // 'S' then the runtime's wait status (int), from the init
 
 class Containment;
 
@@ -173,6 +193,16 @@ class Containment;
 // at the top of this file, in order. Never returns: the runtime replaces the
 // child, or the child exits with the Step that failed.
 [[noreturn]] void contain(const Containment& c) noexcept;
+
+// Host side: the report socket of a PID namespace child (contain.h, top): a
+// connected AF_UNIX SOCK_SEQPACKET pair, both ends O_CLOEXEC and numbered 3 or
+// above, the host's end with SO_PASSCRED. False (errno set) on failure.
+bool report_socket(Fd& host_end, Fd& child_end);
+
+// Host side: forks the child (clone with the policy's namespace_plan().
+// clone_flags: into its own PID namespace when the policy has one), which runs
+// contain(c). The child's host pid, or -1 with errno set.
+pid_t start(const Containment& c) noexcept;
 
 // Everything contain() uses, prepared on the host just before fork (the
 // seccomp filter names this object's argv and envp arrays by address, so it
@@ -189,6 +219,8 @@ class Containment {
  private:
   Containment() = default;
   friend void contain(const Containment& c) noexcept;  // [[noreturn]], declared above
+  friend int run_runtime(void* containment) noexcept;  // contain.cc: PID 2 of a PID namespace
+  friend pid_t start(const Containment& c) noexcept;
 
   std::shared_ptr<const Policy> policy_;
   pid_t host_ = 0;
@@ -202,6 +234,8 @@ class Containment {
   rlimits::Plan rlimits_;
   std::optional<seccomp::Filter> filter_;
   mounts::RootPlan root_;
+  static constexpr std::size_t kRuntimeStack = 256u << 10;  // bytes; the runtime's stack until exec
+  std::unique_ptr<unsigned char[]> runtime_stack_;          // PID namespace only
 };
 
 }  // namespace taskyon::hardening

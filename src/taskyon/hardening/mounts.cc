@@ -8,6 +8,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <set>
@@ -51,10 +52,11 @@ std::vector<std::string_view> components(std::string_view path) {
 
 class Walker {
  public:
-  Result<void> add(const std::string& path) {
+  // `tree`: the path is a directory to bind whole.
+  Result<void> add(const std::string& path, bool tree = false) {
     std::string todo = path;
     for (int hops = 0; hops <= kMaxSymlinks; ++hops) {
-      auto next = step(todo);
+      auto next = step(todo, tree);
       if (!next) return std::unexpected(std::move(next.error()));
       if (next->empty()) return {};
       todo = std::move(*next);
@@ -66,7 +68,7 @@ class Walker {
  private:
   // Walks `path` from the root; returns the path to walk next when a symlink
   // was met (its target joined with the rest), empty when the file was reached.
-  Result<std::string> step(const std::string& path) {
+  Result<std::string> step(const std::string& path, bool tree) {
     const auto parts = components(path);
     std::string cur;
     for (std::size_t i = 0; i < parts.size(); ++i) {
@@ -91,7 +93,12 @@ class Walker {
         return (link.front() == '/' ? link : cur + "/" + link) + rest;
       }
       const bool last = i + 1 == parts.size();
-      if (S_ISDIR(st.st_mode)) {
+      if (tree && last) {
+        if (!S_ISDIR(st.st_mode)) return fail(Errc::internal, fmt::format("{} is not a directory", next), next);
+        if (seen_.insert(next + "/").second) {
+          ops.push_back({Op::Kind::bind_tree, next, next, MS_REMOUNT | MS_BIND | MS_RDONLY | locked_flags(next)});
+        }
+      } else if (S_ISDIR(st.st_mode)) {
         if (seen_.insert(next).second) ops.push_back({Op::Kind::dir, next, {}, 0});
       } else if (last) {
         if (seen_.insert(next).second) {
@@ -113,13 +120,32 @@ bool sys_mkdir(const char* path) noexcept {
 
 }  // namespace
 
-Result<std::vector<Op>> plan_files(const std::vector<std::string>& files) {
+Result<std::vector<Op>> plan_files(const std::vector<std::string>& files, const std::vector<std::string>& trees) {
   Walker walker;
   for (const std::string& file : files) {
     if (file.empty() || file.front() != '/') {
       return fail(Errc::internal, fmt::format("the runtime file {} is not an absolute path", file), file);
     }
     if (auto ok = walker.add(file); !ok) return std::unexpected(std::move(ok.error()));
+  }
+  // Trees by their real paths, outer ones first; one inside another is shown by the outer.
+  std::vector<std::string> real_trees;
+  for (const std::string& tree : trees) {
+    char buf[PATH_MAX];
+    if (tree.empty() || tree.front() != '/' || !::realpath(tree.c_str(), buf)) {
+      return fail(Errc::internal, fmt::format("the runtime tree {} does not resolve", tree), tree);
+    }
+    real_trees.emplace_back(buf);
+  }
+  std::sort(real_trees.begin(), real_trees.end());
+  std::vector<std::string> kept;
+  for (const std::string& tree : real_trees) {
+    const bool inside = std::any_of(kept.begin(), kept.end(), [&](const std::string& outer) {
+      return tree == outer || outer == "/" || tree.starts_with(outer + "/");
+    });
+    if (inside) continue;
+    kept.push_back(tree);
+    if (auto ok = walker.add(tree, /*tree=*/true); !ok) return std::unexpected(std::move(ok.error()));
   }
   return std::move(walker.ops);
 }
@@ -163,6 +189,11 @@ bool build_root(const RootPlan& plan) noexcept {
         if (::syscall(SYS_symlinkat, op.source.c_str(), AT_FDCWD, op.path.c_str()) != 0 && errno != EEXIST) {
           return false;
         }
+        break;
+      case Op::Kind::bind_tree:
+        if (!sys_mkdir(op.path.c_str())) return false;
+        if (::mount(op.source.c_str(), op.path.c_str(), nullptr, MS_BIND, nullptr) != 0) return false;
+        if (::mount(nullptr, op.path.c_str(), nullptr, op.remount_flags, nullptr) != 0) return false;
         break;
       case Op::Kind::bind: {
         const long fd = ::syscall(SYS_openat, AT_FDCWD, op.path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);

@@ -14,7 +14,10 @@
 //      new root: the host sees nothing of it
 //   3. the planned directories, symlinks and empty files in it; each file gets
 //      a bind mount of the host's file, remounted read-only with the source
-//      mount's locked flags (nosuid, nodev, noexec, atime) kept
+//      mount's locked flags (nosuid, nodev, noexec, atime) kept; each tree
+//      (a directory the runtime lists, e.g. Python's stdlib) an empty
+//      directory with a read-only bind mount of the host's directory (not
+//      recursive: mounts below it stay out)
 //   4. pivot_root into it, the old root detached (umount2 MNT_DETACH)
 //   5. the new root remounted read-only; chdir to the working directory (the
 //      same path inside as outside, empty)
@@ -32,11 +35,11 @@
 namespace taskyon::hardening::mounts {
 
 struct Op {
-  enum class Kind { dir, symlink, bind };
+  enum class Kind { dir, symlink, bind, bind_tree };
   Kind kind = Kind::dir;
   std::string path;    // absolute, under the new root as the host sees it before pivot: <root><inside path>
-  std::string source;  // bind: the host's file; symlink: the link's target text
-  unsigned long remount_flags = 0;  // bind: MS_REMOUNT|MS_BIND|MS_RDONLY|the source's locked flags
+  std::string source;  // bind, bind_tree: the host's file or directory; symlink: the link's target text
+  unsigned long remount_flags = 0;  // bind, bind_tree: MS_REMOUNT|MS_BIND|MS_RDONLY|the source's locked flags
 };
 
 // Prepared before fork; immutable.
@@ -48,11 +51,14 @@ struct RootPlan {
   std::string put_old;      // "." for pivot_root(".", ".")
 };
 
-// The ops for `files` (absolute paths as the runtime names them; symlinks
-// followed and recreated) under a root at `workdir`. Errc::internal when a
-// path cannot be resolved. The working directory and /tmp are empty
-// directories inside.
-Result<std::vector<Op>> plan_files(const std::vector<std::string>& files);
+// The ops for `files` and whole directory `trees` (absolute paths as the
+// runtime names them; symlinks followed and recreated) under a root at
+// `workdir`. Trees come after the files (a file inside a tree is then shown
+// by the tree's mount); a tree inside another is left to the outer one.
+// Errc::internal when a path cannot be resolved or a tree is not a
+// directory. The working directory and /tmp are empty directories inside.
+Result<std::vector<Op>> plan_files(const std::vector<std::string>& files,
+                                   const std::vector<std::string>& trees = {});
 RootPlan plan_root(const std::vector<Op>& files, const std::string& workdir);
 
 // Child side: steps 1-5 above; false on failure (errno set). No allocation.

@@ -1,6 +1,7 @@
 #include "taskyon/hardening/namespaces.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sched.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -22,7 +23,16 @@ Plan plan_namespaces(Options options) {
   plan.outside_id = uid;
   if (!options.user_net_ipc_uts) return plan;
   plan.flags = CLONE_NEWUSER | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS;
-  if (options.pid) plan.flags |= CLONE_NEWPID;
+  if (options.pid) {
+    // The child is born in the PID namespace (it is PID 1). A root host that
+    // drops the ids creates it with its own authority, before the drop; else
+    // the new user namespace comes with it and owns it.
+    plan.clone_flags = CLONE_NEWPID;
+    if (!plan.drop_ids) {
+      plan.clone_flags |= CLONE_NEWUSER;
+      plan.flags &= ~CLONE_NEWUSER;
+    }
+  }
   if (options.mount) {
     // A root host builds the new root with its own authority (any runtime path
     // is readable), in a mount namespace the sandbox's user namespace does not own.
@@ -67,6 +77,11 @@ bool drop_ids(const Plan& plan) noexcept {
 }
 
 bool unshare_all(const Plan& plan) noexcept { return ::syscall(SYS_unshare, plan.flags) == 0; }
+
+pid_t clone_child(const Plan& plan) noexcept {
+  // clone(flags, stack = 0: the parent's, as fork; the other arguments unused).
+  return static_cast<pid_t>(::syscall(SYS_clone, static_cast<unsigned long>(plan.clone_flags) | SIGCHLD, 0, 0, 0, 0));
+}
 
 bool write_id_maps(const Plan& plan, int proc_self) noexcept {
   static constexpr char kDeny[] = "deny";

@@ -52,13 +52,18 @@ struct Options {
 // Prepared before fork.
 struct Plan {
   int flags = 0;          // unshare(2) flags of the user namespace step; 0: no namespaces
+  // clone(2) flags of the host's fork (PID namespace only): CLONE_NEWPID, with
+  // CLONE_NEWUSER too when the ids are not dropped (the user namespace then
+  // owns the PID namespace and `flags` leaves it out). The forked child is
+  // PID 1 of the new namespace (contain.h).
+  int clone_flags = 0;
   bool mount_first = false;  // root host: CLONE_NEWNS alone, before the ids are dropped
   bool drop_ids = false;  // setgroups({}), setresgid/setresuid(kOverflowId)
   unsigned outside_id = 0;  // the child's uid and gid outside: kOverflowId or the host's ids
   std::string uid_map;    // "1000 <outside uid> 1\n"
   std::string gid_map;    // "1000 <outside gid> 1\n"
   bool mount() const { return (flags & 0x00020000 /* CLONE_NEWNS */) != 0 || mount_first; }
-  bool pid() const { return (flags & 0x20000000 /* CLONE_NEWPID */) != 0; }
+  bool pid() const { return (clone_flags & 0x20000000 /* CLONE_NEWPID */) != 0; }
 };
 
 // True when this process may become kOverflowId (euid 0, the id exists in
@@ -79,6 +84,10 @@ bool unshare_mount_first(const Plan& plan) noexcept;
 bool drop_ids(const Plan& plan) noexcept;
 // unshare(plan.flags). The process must be single-threaded.
 bool unshare_all(const Plan& plan) noexcept;
+// fork(2) as a raw clone(2) with plan.clone_flags | SIGCHLD: 0 in the child,
+// the child's host pid in the parent, -1 on failure. No fork handlers run, so
+// the child makes syscalls only, as contain() does.
+pid_t clone_child(const Plan& plan) noexcept;
 // setgroups = "deny", then uid_map and gid_map, under `proc_self`.
 bool write_id_maps(const Plan& plan, int proc_self) noexcept;
 // sethostname(kSandboxHostname).

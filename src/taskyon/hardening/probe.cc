@@ -24,12 +24,13 @@ namespace {
 std::string probe_namespaces(const namespaces::Plan& plan) {
   int report[2];
   if (::pipe2(report, O_CLOEXEC) != 0) return fmt::format("pipe2 failed: {}", std::strerror(errno));
-  const pid_t pid = ::fork();
+  const pid_t pid = namespaces::clone_child(plan);  // born in the PID namespace when the plan has one
   if (pid < 0) {
     const int saved = errno;
     ::close(report[0]);
     ::close(report[1]);
-    return fmt::format("fork failed: {}", std::strerror(saved));
+    return fmt::format("clone (fork{}) failed: {}", plan.pid() ? " into a new PID namespace" : "",
+                       std::strerror(saved));
   }
   if (pid == 0) {  // syscalls only
     int step = 0;
@@ -129,11 +130,12 @@ std::vector<Layer> describe_layers(const Support& s) {
                          : s.namespaces_error,
        "the network (no interface but a loopback that is down), host abstract UNIX sockets, SysV IPC, the host "
        "name, root inside"),
-      L("pid-namespace", "PID namespace (the runtime is PID 2)", false,
-       s.pid_namespace ? "supported here (Layers::pid_namespace) but not yet applied to tool sandboxes: the pool "
-                         "names a sandbox by its runtime's host pid; Landlock's signal scope covers signals"
+      L("pid-namespace", "PID namespace (the runtime is PID 2)", s.pid_namespace,
+       s.pid_namespace ? "the host's child is the namespace's init (PID 1), the runtime its child (PID 2); the "
+                         "runtime's host pid reaches the host through SCM_CREDENTIALS"
                        : (s.full_error.empty() ? "needs user namespaces" : s.full_error),
-       "seeing or signalling host processes by pid: every host pid is unknown (ESRCH)"),
+       "seeing or signalling host processes by pid: every host pid is unknown (ESRCH); killing the init ends "
+       "the whole namespace"),
       L("die-with-parent", "parent-death signal", true, "PR_SET_PDEATHSIG=SIGKILL",
        "outliving the host: the child is killed when the host dies"),
       L("rlimits", "resource limits", true, "RLIMIT_CORE=0, RLIMIT_FSIZE=0, RLIMIT_NOFILE, RLIMIT_DATA",
@@ -174,7 +176,8 @@ std::vector<Layer> describe_layers(const Support& s) {
       {"sandbox-uid", "KernelLayers.SandboxUidFailsTheOwnerCheck/{node,deno}, "
                       "NamespacesTest.TheSandboxUidOwnsNoneOfTheHostsFiles"},
       {"namespaces", "NamespacesTest.HaveNoNetwork, NamespacesTest.HideTheHostsAbstractSockets"},
-      {"pid-namespace", "KernelLayers.PidNamespaceHidesHostProcesses/{node,deno}"},
+      {"pid-namespace", "KernelLayers.PidNamespaceHidesHostProcesses/{node,deno}, SandboxPidNamespace.*, "
+                        "EscapeNode.PROC_06_*, EscapeDeno.PROC_06_*"},
       {"die-with-parent", "SandboxHostDeath.*"},
       {"rlimits", "Rlimits.DenyCoresFileGrowthDescriptorsAndMemory"},
       {"descriptors", "EscapeNode.FS_11_*, EscapeDeno.FS_11_*"},

@@ -127,6 +127,7 @@ std::string missing_prepared_layer(const hardening::Layers& prepared, bool names
   if (!prepared.landlock) return "Landlock";
   if (!prepared.seccomp) return "seccomp";
   if (namespaces && !prepared.namespaces) return "the sandbox namespaces";
+  if (namespaces && !prepared.mount_namespace) return "the mount namespace";
   return {};
 }
 
@@ -142,10 +143,16 @@ Result<std::shared_ptr<const hardening::Policy>> python_policy(const std::string
                                                                bool namespaces) {
   hardening::Layers layers = kAllLayers;
   layers.namespaces = namespaces;
-  layers.mount_namespace = false;  // the sandbox root (hardening/mounts.h) binds files, not python's trees
-  layers.pid_namespace = false;    // as for Node and Deno children (sandbox.cc node_policy)
-  layers.sandbox_uid = false;      // uid 65534 cannot reach an interpreter under /root (pyenv): not yet
-  auto policy = hardening::Policy::prepare(executable, reads.files, layers);
+  // Without bwrap: our own mount namespace, which binds the interpreter's
+  // trees (its prefix's stdlib and site directories, the libraries'
+  // directories) read-only at the same paths, so the sandbox uid needs no
+  // traversal of a 0700 /root (pyenv). Inside bwrap, bwrap's root holds
+  // (namespaces is false: neither applies).
+  layers.mount_namespace = namespaces;
+  layers.sandbox_uid = namespaces;
+  // The PID namespace stays (without bwrap the Launcher's child is its init;
+  // inside bwrap `namespaces` is false and bwrap's own PID namespace holds).
+  auto policy = hardening::Policy::prepare(executable, reads.files, layers, {}, reads.trees);
   if (!policy) return std::unexpected(std::move(policy.error()));
   if (auto added = add_tree_rules(**policy, reads.trees); !added) return std::unexpected(std::move(added.error()));
   return policy;

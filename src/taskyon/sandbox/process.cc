@@ -1,8 +1,10 @@
 #include "taskyon/sandbox/process.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -18,9 +20,55 @@ namespace taskyon::sandbox {
 
 std::string_view exec_step_name(int exit_code) { return hardening::step_name(exit_code); }
 
-Child::Child(pid_t pid, Fd pidfd, Fd stdin_w, Fd stdout_r, Fd stderr_r)
+Child::Child(pid_t pid, Fd pidfd, Fd stdin_w, Fd stdout_r, Fd stderr_r, Fd report)
     : pid_(pid), pidfd_(std::move(pidfd)), stdin_(std::move(stdin_w)),
-      stdout_(std::move(stdout_r)), stderr_(std::move(stderr_r)) {}
+      stdout_(std::move(stdout_r)), stderr_(std::move(stderr_r)), report_(std::move(report)) {}
+
+void Child::read_reports(int wait_ms, bool until_pid) noexcept {
+  while (report_ && !reports_ended_ && !(until_pid && runtime_pid_ != 0)) {
+    pollfd p{report_.get(), POLLIN, 0};
+    int ready;
+    do {
+      ready = ::poll(&p, 1, wait_ms);
+    } while (ready < 0 && errno == EINTR);
+    if (ready <= 0) return;  // nothing within wait_ms
+    char data[1 + sizeof(int)] = {};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(ucred))];
+    iovec iov{data, sizeof data};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    const ssize_t n = ::recvmsg(report_.get(), &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (n <= 0) {
+      reports_ended_ = true;
+      return;
+    }
+    if (data[0] == hardening::kReportPid) {
+      for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_CREDENTIALS) {
+          ucred cred{};
+          std::memcpy(&cred, CMSG_DATA(c), sizeof cred);
+          runtime_pid_ = cred.pid;
+          // For reap(): the runtime is killed first, by this descriptor.
+          runtime_pidfd_.reset(static_cast<int>(::syscall(SYS_pidfd_open, cred.pid, 0)));
+        }
+      }
+    } else if (data[0] == hardening::kReportStatus && n == static_cast<ssize_t>(sizeof data)) {
+      std::memcpy(&reported_status_, data + 1, sizeof reported_status_);
+      status_reported_ = true;
+    }
+  }
+}
+
+pid_t Child::runtime_pid() noexcept {
+  if (!report_) return pid_;
+  std::lock_guard lock(report_mu_);
+  if (runtime_pid_ == 0) read_reports(10'000, true);
+  return runtime_pid_ > 0 ? runtime_pid_ : pid_;
+}
 
 Child::~Child() { reap(); }
 
@@ -45,6 +93,17 @@ void Child::kill_locked() noexcept {
 int Child::reap() noexcept {
   std::lock_guard lock(mu_);
   if (reaped_) return status_;
+  if (report_) {
+    // The runtime first (it may be exiting already: then its own ending
+    // stands), then its init reports how it ended, at most 1 s later; a
+    // kill of the init first would make every ending SIGKILL.
+    std::lock_guard report_lock(report_mu_);
+    read_reports(0, false);
+    if (!status_reported_ && runtime_pid_ > 0) {
+      if (runtime_pidfd_) ::syscall(SYS_pidfd_send_signal, runtime_pidfd_.get(), SIGKILL, nullptr, 0);
+      read_reports(1000, false);
+    }
+  }
   kill_locked();
   int status = 0;
   pid_t r;
@@ -53,6 +112,11 @@ int Child::reap() noexcept {
   } while (r < 0 && errno == EINTR);
   status_ = r == pid_ ? status : 0;
   reaped_ = true;
+  if (report_) {  // the init sent the runtime's status before it exited: it is queued
+    std::lock_guard report_lock(report_mu_);
+    read_reports(0, false);
+    if (status_reported_) status_ = reported_status_;
+  }
   return status_;
 }
 
@@ -97,21 +161,29 @@ Result<std::unique_ptr<Child>> spawn_now(const SpawnSpec& spec) {
   if (!make_pipe(in_r, in_w) || !make_pipe(out_r, out_w) || !make_pipe(err_r, err_w)) {
     return fail(Errc::internal, fmt::format("cannot create the sandbox pipes: {}", std::strerror(errno)));
   }
+  // With a PID namespace, the report socket (hardening/contain.h): the kernel
+  // attaches the sender's pid, as this process sees it, to what arrives here.
+  Fd report_host, report_child;
+  if (spec.policy->namespace_plan().pid() && !hardening::report_socket(report_host, report_child)) {
+    return fail(Errc::internal, fmt::format("cannot create the sandbox's report socket: {}", std::strerror(errno)));
+  }
   const hardening::ChildSpec child_spec{
       .argv = spec.argv, .env = spec.env, .workdir = spec.workdir, .limits = spec.limits};
-  auto containment = hardening::Containment::prepare(spec.policy, child_spec,
-                                                     hardening::ChildStdio{in_r.get(), out_w.get(), err_w.get()});
+  auto containment = hardening::Containment::prepare(
+      spec.policy, child_spec,
+      hardening::ChildStdio{in_r.get(), out_w.get(), err_w.get(), report_child.get(), report_host.get()});
   if (!containment) return std::unexpected(std::move(containment.error()));
 
-  const pid_t pid = ::fork();
+  const pid_t pid = hardening::start(**containment);  // the child runs contain()
   if (pid < 0) return fail(Errc::internal, fmt::format("cannot fork the sandbox: {}", std::strerror(errno)));
-  if (pid == 0) hardening::contain(**containment);
   in_r.reset();
   out_w.reset();
   err_w.reset();
+  report_child.reset();
   Fd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));  // -1 on kernels < 5.3
   if (pidfd) ::fcntl(pidfd.get(), F_SETFD, FD_CLOEXEC);
-  auto child = std::make_unique<Child>(pid, std::move(pidfd), std::move(in_w), std::move(out_r), std::move(err_r));
+  auto child = std::make_unique<Child>(pid, std::move(pidfd), std::move(in_w), std::move(out_r), std::move(err_r),
+                                       std::move(report_host));
   if (!set_nonblocking(child->stdin_fd()) || !set_nonblocking(child->stdout_fd()) ||
       !set_nonblocking(child->stderr_fd())) {
     return fail(Errc::internal, fmt::format("cannot configure the sandbox pipes: {}", std::strerror(errno)));

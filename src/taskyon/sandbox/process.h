@@ -53,12 +53,21 @@ std::string_view exec_step_name(int exit_code);
 // the child's ends are blocking.
 class Child {
  public:
-  Child(pid_t pid, Fd pidfd, Fd stdin_w, Fd stdout_r, Fd stderr_r);
+  // `report`: the host's end of the report socket of a child in its own PID
+  // namespace (hardening/contain.h), else empty.
+  Child(pid_t pid, Fd pidfd, Fd stdin_w, Fd stdout_r, Fd stderr_r, Fd report = {});
   ~Child();  // reap()
   Child(const Child&) = delete;
   Child& operator=(const Child&) = delete;
 
+  // The process the host forked (and waits for, and whose group it kills):
+  // the runtime itself, or the init of the child's PID namespace.
   pid_t pid() const { return pid_; }
+  // The runtime's pid as the host sees it (for /proc/PID: memory, cmdline):
+  // pid(), or with a PID namespace the pid the kernel attached to the
+  // runtime's first report (waits for it, at most 10 s; pid() when the child
+  // ended before it). Safe from any thread.
+  pid_t runtime_pid() noexcept;
   int pidfd() const { return pidfd_.get(); }  // -1 when pidfd_open is unavailable
   int stdin_fd() const { return stdin_.get(); }
   int stdout_fd() const { return stdout_.get(); }
@@ -69,15 +78,27 @@ class Child {
   // (so it never signals a reused pid).
   void kill() noexcept;
 
-  // kill(), then waitpid. Returns the wait status (as waitpid fills it); the
-  // same status on later calls. Safe from any thread.
+  // kill(), then waitpid. Returns the wait status (as waitpid fills it) —
+  // with a PID namespace the runtime's, as its init reported it (the
+  // runtime is SIGKILLed first and the report awaited, at most 1 s), else the
+  // init's own; the same status on later calls. Safe from any thread.
   int reap() noexcept;
 
  private:
   void kill_locked() noexcept;  // under mu_
+  // Reads report messages (waiting up to `wait_ms` for each) until none
+  // comes, the child's end is closed or, with `until_pid`, the runtime's pid
+  // is known. Under report_mu_.
+  void read_reports(int wait_ms, bool until_pid) noexcept;
 
   const pid_t pid_;
-  Fd pidfd_, stdin_, stdout_, stderr_;
+  Fd pidfd_, stdin_, stdout_, stderr_, report_;
+  std::mutex report_mu_;         // guards the fields below
+  pid_t runtime_pid_ = 0;        // 0 until reported
+  Fd runtime_pidfd_;             // the runtime's, once reported (empty when pidfd_open failed: it ended)
+  bool reports_ended_ = false;   // the child's end of the report socket is closed
+  bool status_reported_ = false;
+  int reported_status_ = 0;      // the runtime's wait status, from the init
   std::mutex mu_;  // orders kill() against reap(): no signal after the pid is released
   bool reaped_ = false;
   int status_ = 0;

@@ -175,8 +175,7 @@ Result<std::shared_ptr<const hardening::Policy>> deno_policy(const std::string& 
   if (auto it = cache.find(deno); it != cache.end()) return it->second;
   // seccomp stays as for Node but for one exception: tokio's signal driver makes
   // a socketpair(AF_UNIX, SOCK_STREAM) at start and Deno panics without it.
-  // No PID namespace yet, as for Node (node_policy).
-  auto policy = hardening::Policy::prepare(deno, {}, hardening::Layers{.pid_namespace = false},
+  auto policy = hardening::Policy::prepare(deno, {}, hardening::Layers{},
                                            {.unix_stream_socketpair = true});
   if (!policy) return policy;
   cache.emplace(deno, *policy);

@@ -176,9 +176,9 @@ Result<std::shared_ptr<const hardening::Policy>> node_policy(const std::string& 
   static std::map<std::string, std::shared_ptr<const hardening::Policy>, std::less<>> cache;
   std::lock_guard lock(mu);
   if (auto it = cache.find(node); it != cache.end()) return it->second;
-  // No PID namespace yet for pool children (docs/sandbox.md, "PID namespace"):
-  // the pool names a sandbox by its runtime's host pid.
-  auto policy = hardening::Policy::prepare(node, {"/dev/null"}, hardening::Layers{.pid_namespace = false});
+  // Every layer, the PID namespace included: the pool names a sandbox by its
+  // runtime's host pid, which the child reports (Child::runtime_pid).
+  auto policy = hardening::Policy::prepare(node, {"/dev/null"});
   if (!policy) return policy;
   cache.emplace(node, *policy);
   return *policy;
@@ -194,7 +194,8 @@ Sandbox::Sandbox(std::unique_ptr<Child> child, std::string workdir, std::string 
     : child_(std::move(child)), workdir_(std::move(workdir)), revision_(std::move(revision)), mode_(mode),
       max_frame_bytes_(config.max_frame_bytes), max_log_bytes_(config.max_log_bytes),
       reader_(config.max_frame_bytes), chunk_(std::make_unique_for_overwrite<char[]>(kChunk)),
-      statm_(::open(fmt::format("/proc/{}/statm", child_->pid()).c_str(), O_RDONLY | O_CLOEXEC)) {}
+      // the runtime's own statm (in a PID namespace child_->pid() is its init)
+      statm_(::open(fmt::format("/proc/{}/statm", child_->runtime_pid()).c_str(), O_RDONLY | O_CLOEXEC)) {}
 
 std::optional<std::uint64_t> Sandbox::resident_bytes() const {
   if (!statm_) return sandbox::resident_bytes(pid());

@@ -116,7 +116,7 @@ class Sandbox {
   void kill(std::string_view reason);
   std::optional<std::string> killed_reason() const;
 
-  pid_t pid() const { return child_->pid(); }
+  pid_t pid() const { return child_->runtime_pid(); }  // the runtime's host pid (process.h)
   // The child's RSS, bytes, as memory.h resident_bytes() reads it, through
   // /proc/PID/statm opened once at start (one pread per reading: the memory
   // budget reads it after every call). Safe from any thread.

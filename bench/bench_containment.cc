@@ -1,0 +1,122 @@
+// make bench: what containment costs at start (issue 11: the hardened cold
+// start and warm call must not get more than 5% slower).
+//   Containment/contained_exit   fork to exit of `node -e 0` with the production
+//                                flags under contain(), every layer, the PID
+//                                namespace off and on, alternated in one run;
+//                                counters: the median of each (ms) and their
+//                                ratio (pidns_over_plain)
+//   Containment/pool_cold_start  a new sandbox::Pool's first call on Node: the
+//                                child's start, the tool's load and one call
+//                                (the Pool's teardown is not timed)
+//   Containment/pool_warm_call   one more call to the retained sandbox
+#include <benchmark/benchmark.h>
+
+#include <poll.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "taskyon/hardening/contain.h"
+#include "taskyon/sandbox/pool.h"
+#include "taskyon/sandbox/process.h"
+#include "taskyon/sandbox/sandbox.h"
+
+namespace {
+
+using namespace taskyon;
+using Clock = std::chrono::steady_clock;
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+// Starts `node -e 0` under `policy` and waits for it to exit; ms, or -1.
+double contained_exit_ms(sandbox::Launcher& launcher, const std::shared_ptr<const hardening::Policy>& policy,
+                         const std::string& node, const std::string& workdir) {
+  const sandbox::SpawnSpec spec{.policy = policy,
+                                .argv = {node, "--max-old-space-size=256", "--experimental-permission",
+                                         "--no-warnings", "--openssl-config=/dev/null", "-e", "0"},
+                                .env = {},
+                                .workdir = workdir,
+                                .limits = {.data_bytes = (256ull + 512) << 20, .open_files = 256}};
+  const auto start = Clock::now();
+  auto child = launcher.spawn(spec);
+  if (!child) return -1;
+  pollfd p{(*child)->pidfd(), POLLIN, 0};
+  while (::poll(&p, 1, -1) < 0) {
+  }
+  const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+  const int status = (*child)->reap();
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? ms : -1;
+}
+
+void ContainedExit(benchmark::State& state) {
+  auto node = sandbox::find_node("");
+  if (!node) return state.SkipWithError("no node");
+  auto plain = hardening::Policy::prepare(*node, {"/dev/null"}, hardening::Layers{.pid_namespace = false});
+  auto pidns = hardening::Policy::prepare(*node, {"/dev/null"}, hardening::Layers{});
+  if (!plain || !pidns) return state.SkipWithError("cannot prepare the policies");
+  if (!(*pidns)->layers().pid_namespace) return state.SkipWithError("no PID namespace on this machine");
+  char dir[] = "/tmp/taskyon-bench-XXXXXX";
+  if (!::mkdtemp(dir)) return state.SkipWithError("mkdtemp");
+  sandbox::Launcher launcher;
+  std::vector<double> a, b;
+  bool flip = false;
+  for (auto _ : state) {
+    flip = !flip;  // alternate which goes first
+    const double x = flip ? contained_exit_ms(launcher, *plain, *node, dir) : 0;
+    const double y = contained_exit_ms(launcher, *pidns, *node, dir);
+    const double z = flip ? x : contained_exit_ms(launcher, *plain, *node, dir);
+    if (z < 0 || y < 0) return state.SkipWithError("node -e 0 did not exit 0 under contain()");
+    a.push_back(z);
+    b.push_back(y);
+  }
+  std::filesystem::remove_all(dir);
+  state.counters["plain_ms"] = median(a);
+  state.counters["pidns_ms"] = median(b);
+  state.counters["pidns_over_plain"] = median(b) / median(a);
+}
+BENCHMARK(ContainedExit)->Name("Containment/contained_exit")->Unit(benchmark::kMillisecond)->Iterations(30);
+
+sandbox::CallRequest request(int n) {
+  sandbox::CallRequest r;
+  r.tool = sandbox::ToolCode{"sha256:bench-containment", "(args) => args.n + 1"};
+  r.args = json::Value{{"n", n}};
+  return r;
+}
+
+void PoolColdStart(benchmark::State& state) {
+  int n = 0;
+  for (auto _ : state) {
+    auto pool = std::make_unique<sandbox::Pool>();
+    auto out = pool->call(request(++n));
+    if (!out || out->status != sandbox::Status::ok) return state.SkipWithError("the first call failed");
+    state.PauseTiming();
+    pool.reset();
+    state.ResumeTiming();
+  }
+}
+BENCHMARK(PoolColdStart)->Name("Containment/pool_cold_start")->Unit(benchmark::kMillisecond)->Iterations(30);
+
+void PoolWarmCall(benchmark::State& state) {
+  sandbox::Pool pool;
+  int n = 0;
+  if (auto first = pool.call(request(n)); !first || first->status != sandbox::Status::ok) {
+    return state.SkipWithError("the first call failed");
+  }
+  for (auto _ : state) {
+    auto out = pool.call(request(++n));
+    if (!out || out->status != sandbox::Status::ok) return state.SkipWithError("a warm call failed");
+  }
+}
+BENCHMARK(PoolWarmCall)->Name("Containment/pool_warm_call")->Unit(benchmark::kMicrosecond)->MinTime(3.0);
+
+}  // namespace

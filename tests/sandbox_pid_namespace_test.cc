@@ -1,0 +1,129 @@
+// Issue 11, item 4: every pool sandbox runs in its own PID namespace, and the
+// host still names, measures and kills it by its runtime's host pid
+// (hardening/contain.h: the host's child is the namespace's init, PID 1; the
+// runtime is PID 2 and reports its host pid through SCM_CREDENTIALS). Real
+// node processes; /proc read from the host's side.
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "taskyon/hardening/probe.h"
+#include "taskyon/sandbox/memory.h"
+#include "taskyon/sandbox/pool.h"
+#include "taskyon/sandbox/sandbox.h"
+
+namespace taskyon::sandbox {
+namespace {
+
+using json::Value;
+
+bool process_gone(int pid) { return ::kill(pid, 0) == -1 && errno == ESRCH; }
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// The value of field `name` ("NSpid", …) in /proc/PID/status, tabs as read.
+std::string status_field(int pid, const std::string& name) {
+  std::istringstream in(read_text("/proc/" + std::to_string(pid) + "/status"));
+  for (std::string line; std::getline(in, line);)
+    if (line.starts_with(name + ":")) return line.substr(name.size() + 2);
+  return {};
+}
+
+// ppid and session of PID, from /proc/PID/stat.
+std::pair<int, int> parent_and_session(int pid) {
+  const std::string stat = read_text("/proc/" + std::to_string(pid) + "/stat");
+  const std::size_t close = stat.rfind(')');
+  char state = 0;
+  int ppid = 0, pgrp = 0, session = 0;
+  if (close == std::string::npos ||
+      std::sscanf(stat.c_str() + close + 1, " %c %d %d %d", &state, &ppid, &pgrp, &session) != 4)
+    return {0, 0};
+  return {ppid, session};
+}
+
+CallRequest request(std::string revision, std::string code) {
+  CallRequest r;
+  r.tool = ToolCode{std::move(revision), std::move(code)};
+  return r;
+}
+
+class SandboxPidNamespace : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!hardening::support().pid_namespace) GTEST_SKIP() << "no PID namespace here: " << hardening::support().full_error;
+  }
+  Pool pool_;
+};
+
+TEST_F(SandboxPidNamespace, ThePoolNamesTheRuntimeByItsHostPid) {
+  auto out = pool_.call(request("sha256:pidns-name", "() => ({ pid: process.pid, ppid: process.ppid })"));
+  ASSERT_TRUE(out.has_value()) << out.error().describe();
+  ASSERT_EQ(out->status, Status::ok) << out->error;
+  // Inside: the runtime is PID 2, its parent the init (PID 1).
+  EXPECT_EQ(out->value, (Value{{"pid", 2}, {"ppid", 1}}));
+  ASSERT_EQ(pool_.sandboxes().size(), 1u);
+  const int pid = pool_.sandboxes()[0].pid;
+  // Outside: SandboxInfo::pid is the runtime itself (its command line, its
+  // memory), PID 2 of a namespace of its own; its parent is the init, which
+  // leads the session the host kills.
+  auto node = find_node("");
+  ASSERT_TRUE(node.has_value());
+  const std::string cmdline = read_text("/proc/" + std::to_string(pid) + "/cmdline");
+  EXPECT_EQ(cmdline.substr(0, cmdline.find('\0')), *node);
+  EXPECT_EQ(status_field(pid, "NSpid"), std::to_string(pid) + "\t2");
+  const auto [init, session] = parent_and_session(pid);
+  EXPECT_EQ(session, init);
+  EXPECT_EQ(status_field(init, "NSpid"), std::to_string(init) + "\t1");
+  EXPECT_EQ(parent_and_session(init).first, ::getpid());
+  // The memory budget measures the runtime: V8's heap, tens of MiB resident.
+  EXPECT_GT(resident_bytes(pid).value_or(0), 16u << 20);
+}
+
+TEST_F(SandboxPidNamespace, DestroyingTheSandboxEndsItsWholeNamespace) {
+  auto out = pool_.call(request("sha256:pidns-kill", "() => 1"));
+  ASSERT_TRUE(out.has_value() && out->status == Status::ok);
+  const int pid = pool_.sandboxes().at(0).pid;
+  const int init = parent_and_session(pid).first;
+  ASSERT_GT(init, 0);
+  ASSERT_NE(init, ::getpid());
+  pool_.terminate("sha256:pidns-kill");
+  EXPECT_TRUE(process_gone(pid));
+  EXPECT_TRUE(process_gone(init));
+}
+
+TEST_F(SandboxPidNamespace, ToolCodeCannotSignalItsInitOrTheHost) {
+  // PID 1 takes no signal from inside the namespace that it has no handler
+  // for (and Landlock's signal scope refuses it too); the host's pid does not
+  // exist in there. The sandbox survives and takes the next call.
+  const std::string code = "(a) => { const r = {}; "
+                           "for (const [k, p] of [['init', 1], ['host', a.host]]) "
+                           "{ try { process.kill(p, 'SIGKILL'); r[k] = 'sent'; } catch (e) { r[k] = e.code; } } "
+                           "return r; }";
+  CallRequest r = request("sha256:pidns-signal", code);
+  r.args = Value{{"host", static_cast<int>(::getpid())}};
+  auto out = pool_.call(r);
+  ASSERT_TRUE(out.has_value()) << out.error().describe();
+  ASSERT_EQ(out->status, Status::ok) << out->error;
+  EXPECT_NE(out->value["init"], "sent");  // EPERM (signal scope); and ignored by PID 1 without it
+  EXPECT_EQ(out->value["host"], "ESRCH");
+  auto again = pool_.call(r);
+  ASSERT_TRUE(again.has_value());
+  EXPECT_EQ(again->status, Status::ok) << again->error;
+  EXPECT_FALSE(again->fresh_sandbox);
+}
+
+}  // namespace
+}  // namespace taskyon::sandbox
