@@ -42,6 +42,7 @@ int main(int argc, char** argv) {
   tycli::add_settings_commands(app, g);
   tycli::add_popup_commands(app, g);
   tycli::add_diagnostics_commands(app, g);
+  tycli::add_mcp_command(app, g);
   tycli::add_serve_command(app, g);
 
   try {

@@ -29,6 +29,8 @@
     const freeze = Object.freeze;
     const defineProperty = Object.defineProperty;
     const StringCtor = String;
+    const NumberCtor = Number;
+    const isFiniteNumber = Number.isFinite;
     const PromiseCtor = Promise;
     const MapCtor = Map;
     const mapGet = uncurry(Map.prototype.get);
@@ -97,6 +99,29 @@
         '{"type":"log","id":' + id + ',"level":"' + level + '","text":' + stringify(t) + '}');
       logBytes += io.utf8Length(text);
       writeFrame(frame);
+    }
+
+    // Sends one progress frame for `call` (context.progress(value, total?,
+    // message?)): value and total finite numbers (total optional), message a
+    // string cut to 1024 UTF-16 units. Refused outside its call (the call
+    // ended) or past maxProgressFrames per call: dropped, never an error, so a
+    // chatty tool cannot fill the host's pipe.
+    const maxProgressFrames = 1000;
+    let progressFrames = 0;
+    function emitProgress(call, value, total, message) {
+      if (current !== call || call.ended || progressFrames >= maxProgressFrames) return;
+      const v = NumberCtor(value);
+      if (!isFiniteNumber(v)) throw new TypeErrorCtor('context.progress: the value must be a finite number');
+      let t = null;
+      if (total !== undefined && total !== null) {
+        t = NumberCtor(total);
+        if (!isFiniteNumber(t)) throw new TypeErrorCtor('context.progress: the total must be a finite number');
+      }
+      let m = message === undefined || message === null ? '' : toWellFormed(StringCtor(message));
+      if (m.length > 1024) m = toWellFormed(stringSlice(m, 0, 1024));
+      progressFrames += 1;
+      writeFrame('{"type":"progress","id":' + call.id + ',"progress":' + stringify(v) + ',"total":' + stringify(t) +
+        ',"message":' + stringify(m) + '}');
     }
 
     // --- Serializing values -------------------------------------------------------
@@ -284,6 +309,7 @@
       return freeze({
         fetch: callFetch,
         signal: controllerSignal(call.controller),
+        progress: (value, total, message) => emitProgress(call, value, total, message),
         createSubtasksResult: (drafts) => req('createSubtasksResult', { drafts }),
         resolveInvocation: (name) => req('resolveInvocation', { name: StringCtor(name) }),
         storage: freeze({
@@ -331,6 +357,7 @@
       const call = { id, waiting: new MapCtor(), controller: new AbortControllerCtor(), ended: false };
       current = call;
       logBytes = 0;
+      progressFrames = 0;
       const context = contextFor(call);
       // M2: during the call the global fetch is this call's context.fetch (one
       // function object); a saved one of an ended call stays bound to its call.

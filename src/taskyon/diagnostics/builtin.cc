@@ -54,6 +54,13 @@ const std::vector<Contract>& contracts() {
       {"M15", "resolveInvocation returns opaque revisions only"},
       {"M16", "popups need a permission for custom-html or an exact HTTPS origin"},
       {"M17", "grants and secrets are scoped to the revision"},
+      // DESIGN §8, the long-lived host.
+      {"H1", "the server listens on loopback or a unix socket; every request needs the secret token"},
+      {"H2", "HTTP requests whose Origin or Host is not the server's own are refused"},
+      {"H3", "retained sandboxes are keyed by (revision, session)"},
+      {"H4", "a client sees reduced signatures only; every result names its task and pinned revisions"},
+      {"H5", "a client's cancellation or disconnect destroys the running call's sandbox, recorded as cancelled"},
+      {"H6", "activation changes reach the next tools/list and never change a pinned or running call"},
   };
   return table;
 }
@@ -68,7 +75,7 @@ std::string_view contract_text(std::string_view id) {
 // Contracts whose parts are still being built (issue 6, first wave). Remove an
 // id here when its first check lands.
 const std::vector<std::string_view>& not_yet_covered() {
-  static const std::vector<std::string_view> ids = {};
+  static const std::vector<std::string_view> ids = {"H1", "H2"};  // tycli serve (HTTP) adds them
   return ids;
 }
 
@@ -82,6 +89,7 @@ const Registry& builtin() {
     add_policy_checks(r);
     add_lifecycle_checks(r);
     add_capability_checks(r);
+    add_host_checks(r);
     return r;
   }();
   return registry;

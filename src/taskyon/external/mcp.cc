@@ -11,6 +11,9 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
 
 #include <fmt/format.h>
 
@@ -26,12 +29,30 @@ constexpr std::size_t kMaxStderrBytes = 64u << 10;
 constexpr const char* kProtocolVersion = "2025-06-18";
 
 // How a session read ended when it produced no message.
-enum class Stop { none, timeout, closed, malformed };
+enum class Stop { none, timeout, closed, malformed, cancelled };
 
 // One running server: its pipes, and a deadline for everything it is asked.
 class Session {
  public:
   ~Session() { stop(); }
+
+  void set_deadline(Clock::time_point deadline) { deadline_ = deadline; }
+  // A descriptor readable once the current operation is cancelled (CancelToken::fd), or -1.
+  void set_cancel_fd(int fd) { cancel_fd_ = fd; }
+  pid_t pid() const { return pid_; }
+  // True while the server process runs and its pipes are open.
+  bool alive() {
+    if (pid_ <= 0 || in_ < 0 || out_ < 0) return false;
+    int status = 0;
+    const pid_t r = ::waitpid(pid_, &status, WNOHANG);
+    if (r == pid_ || (r < 0 && errno == ECHILD)) {  // exited (or reaped by someone else)
+      pid_ = -1;
+      stop();
+      return false;
+    }
+    return true;
+  }
+  void clear_stderr() { stderr_.clear(); }
 
   Result<void> start(const McpServer& server, Clock::time_point deadline) {
     deadline_ = deadline;
@@ -151,11 +172,12 @@ class Session {
         return *v;
       }
       if (reader_.overflowed()) return std::unexpected(Stop::malformed);
-      pollfd fds[2] = {{out_, POLLIN, 0}, {err_, POLLIN, 0}};
+      pollfd fds[3] = {{out_, POLLIN, 0}, {err_, POLLIN, 0}, {cancel_fd_, POLLIN, 0}};
       if (Clock::now() >= deadline_) return std::unexpected(Stop::timeout);
-      const int ready = wait(fds, err_ >= 0 ? 2 : 1);
+      const int ready = wait(fds, 3);  // a negative fd is ignored by poll()
       if (ready == 0) return std::unexpected(Stop::timeout);
       if (ready < 0) return std::unexpected(Stop::closed);
+      if (cancel_fd_ >= 0 && fds[2].revents) return std::unexpected(Stop::cancelled);
       char buf[65536];
       if (err_ >= 0 && fds[1].revents) {
         const ssize_t n = ::read(err_, buf, sizeof buf);
@@ -173,6 +195,7 @@ class Session {
 
   pid_t pid_ = -1;
   int in_ = -1, out_ = -1, err_ = -1;
+  int cancel_fd_ = -1;
   Clock::time_point deadline_;
   LineReader reader_{kMaxMessageBytes};
   std::int64_t next_id_ = 0;
@@ -184,6 +207,7 @@ std::string describe(Stop stop) {
     case Stop::timeout: return "did not answer before the timeout";
     case Stop::closed: return "exited or closed its output";
     case Stop::malformed: return "sent a message that is not JSON-RPC (or too large)";
+    case Stop::cancelled: return "was still working when the call was cancelled";
     case Stop::none: break;
   }
   return "failed";
@@ -235,29 +259,33 @@ Result<std::vector<McpTool>> list_tools(const McpServer& server, std::chrono::mi
   return tools;
 }
 
-Result<sandbox::CallOutcome> call_tool(const McpServer& server, const std::string& tool, const Value& arguments,
-                                       const Value& output_schema, std::chrono::milliseconds timeout) {
-  const auto started = Clock::now();
-  Session s;
-  if (auto r = s.start(server, started + timeout); !r) return std::unexpected(r.error());
+namespace {
+
+// tools/call on an initialized session. `keep`: the session stays running
+// after a call that ended well (the kept-alive client); it is stopped after
+// anything else, and always when `keep` is false.
+sandbox::CallOutcome call_on(Session& s, const std::string& tool, const Value& arguments, const Value& output_schema,
+                             Clock::time_point started, bool keep, bool* failed) {
   sandbox::CallOutcome out;
-  out.fresh_sandbox = true;
   const auto finish = [&](sandbox::Status status, std::string error) {
     out.status = status;
     out.error = std::move(error);
-    s.stop();
+    const bool broken = status == sandbox::Status::timeout || status == sandbox::Status::crashed ||
+                        status == sandbox::Status::protocol_error || status == sandbox::Status::cancelled;
+    if (failed) *failed = broken;
+    if (!keep || broken) s.stop();
     if (!s.stderr_text().empty()) out.logs.push_back({"stderr", s.stderr_text()});
+    s.clear_stderr();
     out.duration = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started);
     return out;
   };
   const auto stopped = [&](Stop stop, const char* during) {
-    const auto status = stop == Stop::timeout   ? sandbox::Status::timeout
-                        : stop == Stop::closed ? sandbox::Status::crashed
-                                               : sandbox::Status::protocol_error;
+    const auto status = stop == Stop::timeout     ? sandbox::Status::timeout
+                        : stop == Stop::closed    ? sandbox::Status::crashed
+                        : stop == Stop::cancelled ? sandbox::Status::cancelled
+                                                  : sandbox::Status::protocol_error;
     return finish(status, fmt::format("the MCP server {} during {}", describe(stop), during));
   };
-  auto init = initialize(s);
-  if (!init) return stopped(init.error(), "initialize");
   auto reply = s.request("tools/call", {{"name", tool}, {"arguments", arguments}});
   if (!reply) return stopped(reply.error(), "tools/call");
   if (reply->contains("error"))
@@ -277,6 +305,115 @@ Result<sandbox::CallOutcome> call_tool(const McpServer& server, const std::strin
                     "the result does not match the tool's outputSchema: " + valid.error().message);
   }
   return finish(sandbox::Status::ok, "");
+}
+
+sandbox::CallOutcome failed_start(Stop stop, Session& s, Clock::time_point started) {
+  sandbox::CallOutcome out;
+  out.fresh_sandbox = true;
+  out.status = stop == Stop::timeout     ? sandbox::Status::timeout
+               : stop == Stop::closed    ? sandbox::Status::crashed
+               : stop == Stop::cancelled ? sandbox::Status::cancelled
+                                         : sandbox::Status::protocol_error;
+  out.error = fmt::format("the MCP server {} during initialize", describe(stop));
+  s.stop();
+  if (!s.stderr_text().empty()) out.logs.push_back({"stderr", s.stderr_text()});
+  out.duration = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started);
+  return out;
+}
+
+std::string server_key(const McpServer& server) {
+  std::string key = server.cwd;
+  for (const auto& a : server.command) {
+    key += '\0';
+    key += a;
+  }
+  return key;
+}
+
+}  // namespace
+
+Result<sandbox::CallOutcome> call_tool(const McpServer& server, const std::string& tool, const Value& arguments,
+                                       const Value& output_schema, std::chrono::milliseconds timeout) {
+  const auto started = Clock::now();
+  Session s;
+  if (auto r = s.start(server, started + timeout); !r) return std::unexpected(r.error());
+  auto init = initialize(s);
+  if (!init) return failed_start(init.error(), s, started);
+  auto out = call_on(s, tool, arguments, output_schema, started, /*keep=*/false, nullptr);
+  out.fresh_sandbox = true;
+  return out;
+}
+
+struct McpClients::Impl {
+  struct Server {
+    std::mutex mu;  // one call at a time per server (one session)
+    std::unique_ptr<Session> session;
+    std::size_t starts = 0;
+  };
+  mutable std::mutex mu;
+  std::map<std::string, std::shared_ptr<Server>> servers;
+};
+
+McpClients::McpClients() : impl_(std::make_unique<Impl>()) {}
+McpClients::~McpClients() = default;  // each Session's destructor stops its server (SIGKILL, reaped)
+
+Result<sandbox::CallOutcome> McpClients::call_tool(const McpServer& server, const std::string& tool,
+                                                   const Value& arguments, const Value& output_schema,
+                                                   std::chrono::milliseconds timeout,
+                                                   const sandbox::CancelToken& cancel) {
+  const auto started = Clock::now();
+  std::shared_ptr<Impl::Server> entry;
+  {
+    std::lock_guard lock(impl_->mu);
+    auto& e = impl_->servers[server_key(server)];
+    if (!e) e = std::make_shared<Impl::Server>();
+    entry = e;
+  }
+  std::lock_guard call_lock(entry->mu);
+  bool fresh = false;
+  if (!entry->session || !entry->session->alive()) {  // first use, or it died: (re)started
+    entry->session = std::make_unique<Session>();
+    fresh = true;
+    ++entry->starts;
+    entry->session->set_cancel_fd(cancel.fd());
+    if (auto r = entry->session->start(server, started + timeout); !r) {
+      entry->session.reset();
+      return std::unexpected(r.error());
+    }
+    auto init = initialize(*entry->session);
+    if (!init) {
+      auto out = failed_start(init.error(), *entry->session, started);
+      entry->session.reset();
+      return out;
+    }
+  }
+  Session& s = *entry->session;
+  s.set_deadline(started + timeout);
+  s.set_cancel_fd(cancel.fd());
+  bool failed = false;
+  auto out = call_on(s, tool, arguments, output_schema, started, /*keep=*/true, &failed);
+  s.set_cancel_fd(-1);
+  out.fresh_sandbox = fresh;
+  if (failed) {
+    out.destroyed = std::string(sandbox::status_name(out.status));
+    entry->session.reset();
+  }
+  return out;
+}
+
+std::size_t McpClients::running() const {
+  std::lock_guard lock(impl_->mu);
+  std::size_t n = 0;
+  for (const auto& [_, e] : impl_->servers) n += e->session ? 1 : 0;
+  return n;
+}
+
+std::vector<int> McpClients::pids() const {
+  std::lock_guard lock(impl_->mu);
+  std::vector<int> out;
+  for (const auto& [_, e] : impl_->servers)
+    if (e->session && e->session->pid() > 0) out.push_back(static_cast<int>(e->session->pid()));
+  return out;
 }
 
 }  // namespace taskyon::external

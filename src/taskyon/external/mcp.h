@@ -4,13 +4,16 @@
 // (installing it needs --trust, R6) and the host only forwards arguments and
 // results, validating both against the tool's schemas.
 //
-// Each operation starts the server, runs `initialize`, then the request, and
-// stops it (SIGKILL to its process group); a timeout covers the whole session.
+// Each operation of the one-shot CLI starts the server, runs `initialize`,
+// then the request, and stops it (SIGKILL to its process group); a timeout
+// covers the whole session. The long-lived host keeps servers running
+// instead (McpClients).
 // The server gets a minimal environment (PATH, LANG) and no descriptors but
 // its stdin, stdout and stderr; its stderr is kept, bounded, as logs.
 #pragma once
 
 #include <chrono>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -46,5 +49,31 @@ Result<std::vector<McpTool>> list_tools(const McpServer& server, std::chrono::mi
 // malformed or oversized messages. Error only when the server cannot be started.
 Result<sandbox::CallOutcome> call_tool(const McpServer& server, const std::string& tool, const json::Value& arguments,
                                        const json::Value& output_schema, std::chrono::milliseconds timeout);
+
+// The long-lived host's imported servers (issue 13 item 5): one running
+// server and one MCP session per (command, cwd), started on first use and
+// kept between calls; calls to one server are serialized. A server that died
+// is restarted on the next call (fresh_sandbox set then); one that timed out,
+// broke the protocol or was still working when `cancel` fired is stopped
+// (SIGKILL to its group; `destroyed` names why) and restarted next time.
+// Outcomes as call_tool's. The destructor stops every server.
+class McpClients {
+ public:
+  McpClients();
+  ~McpClients();
+  McpClients(const McpClients&) = delete;
+  McpClients& operator=(const McpClients&) = delete;
+
+  Result<sandbox::CallOutcome> call_tool(const McpServer& server, const std::string& tool, const json::Value& arguments,
+                                         const json::Value& output_schema, std::chrono::milliseconds timeout,
+                                         const sandbox::CancelToken& cancel);
+
+  std::size_t running() const;   // servers kept running now
+  std::vector<int> pids() const;  // their process ids (tests, diagnostics)
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 }  // namespace taskyon::external

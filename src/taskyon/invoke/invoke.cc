@@ -135,6 +135,9 @@ Result<sandbox::CallOutcome> execute(const tasks::ResolvedTool& tool, const json
       request.capabilities = capabilities;
       request.cancel = options.cancel;
       request.attribution = call_id;
+      request.session = options.session;
+      request.on_log = options.on_log;
+      request.on_progress = options.on_progress;
       return pool.call(request);
     }
     case registry::Execution::trusted_native: {
@@ -149,9 +152,13 @@ Result<sandbox::CallOutcome> execute(const tasks::ResolvedTool& tool, const json
     case registry::Execution::external_service: {
       if (m.service.contains("mcp")) {
         const auto& mcp = m.service["mcp"];
-        return external::call_tool({mcp["command"].get<std::vector<std::string>>(), mcp.value("cwd", "")},
-                                   mcp["tool"].get<std::string>(), args, mcp.value("outputSchema", json::Value()),
-                                   options.timeout);
+        const external::McpServer server{mcp["command"].get<std::vector<std::string>>(), mcp.value("cwd", "")};
+        if (options.mcp_clients)
+          return options.mcp_clients->call_tool(server, mcp["tool"].get<std::string>(), args,
+                                                mcp.value("outputSchema", json::Value()), options.timeout,
+                                                options.cancel);
+        return external::call_tool(server, mcp["tool"].get<std::string>(), args,
+                                   mcp.value("outputSchema", json::Value()), options.timeout);
       }
       return call_https_service(tool.revision, m, args, options, capabilities);
     }

@@ -12,6 +12,9 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
+#include <string>
+#include <string_view>
 
 #include "taskyon/base/error.h"
 #include "taskyon/invoke/capabilities.h"
@@ -20,6 +23,10 @@
 #include "taskyon/store/store.h"
 #include "taskyon/tasks/scope.h"
 #include "taskyon/tasks/task.h"
+
+namespace taskyon::external {
+class McpClients;  // external/mcp.h
+}
 
 namespace taskyon::invoke {
 
@@ -32,6 +39,15 @@ struct Options {
   // asks before its first run) and Python's isolation. Owned by the caller for
   // the session's lifetime (one tycli process); null: nothing is approved.
   native::Session* natives = nullptr;
+  // The long-lived host (host/host.h): the session whose retained sandbox
+  // runs the call (H3; empty: the one-shot CLI's), and log/progress frames as
+  // they arrive (sandboxed code only; sandbox::CallRequest::on_log/on_progress).
+  std::string session = {};
+  std::function<void(const sandbox::LogEntry&)> on_log = {};
+  std::function<void(double, double, std::string_view)> on_progress = {};
+  // Imported MCP servers kept running between calls (the long-lived host);
+  // null: each call starts its server afresh (external::call_tool).
+  external::McpClients* mcp_clients = nullptr;
 };
 
 struct Invocation {

@@ -35,10 +35,20 @@ namespace {
 
 // One revision's retained sandbox and the mutex that serializes its calls (S2).
 struct Slot {
+  std::string revision;              // what the slot is keyed by (H3): revision and session
+  std::string session;
   std::mutex call_mu;                // held for a whole call, start and load included
   std::shared_ptr<Sandbox> sandbox;  // guarded by Pool::Impl::mu; null when none is live
   std::uint64_t last_used = 0;       // guarded by Pool::Impl::mu; larger is more recent
 };
+
+// The key of a (revision, session) slot; '\n' never occurs in a revision id.
+std::string slot_key(std::string_view revision, std::string_view session) {
+  std::string key(revision);
+  key += '\n';
+  key += session;
+  return key;
+}
 
 // Why a sandbox is destroyed after a call that ended with `status`; empty: it is not.
 std::string failure_reason(Status status) {
@@ -96,7 +106,7 @@ struct Pool::Impl {
             victim = slot.get();
           }
         if (!victim) break;
-        record(*victim->sandbox, "evicted");
+        record(*victim->sandbox, "evicted", victim->session);
         doomed.push_back(std::move(victim->sandbox));
         victim->call_mu.unlock();
         --alive;
@@ -140,7 +150,7 @@ struct Pool::Impl {
       for (const Live& l : live) {
         if (total + room <= budget) break;
         if (!l.slot || l.slot.get() == keep || l.slot->sandbox != l.sandbox || !l.slot->call_mu.try_lock()) continue;
-        record(*l.sandbox, "memory_budget");
+        record(*l.sandbox, "memory_budget", l.slot->session);
         doomed.push_back(std::move(l.slot->sandbox));
         l.slot->call_mu.unlock();
         total -= std::min(total, l.bytes);
@@ -160,9 +170,9 @@ struct Pool::Impl {
     return node;
   }
 
-  void record(const Sandbox& sandbox, std::string reason) {  // under mu
+  void record(const Sandbox& sandbox, std::string reason, std::string session = {}) {  // under mu
     destructions.push_back(Destruction{sandbox.revision(), std::move(reason), std::chrono::system_clock::now(),
-                                       sandbox.name(), static_cast<int>(sandbox.pid())});
+                                       sandbox.name(), static_cast<int>(sandbox.pid()), std::move(session)});
     if (observer) observer(destructions.back());
   }
 
@@ -173,7 +183,7 @@ struct Pool::Impl {
       std::lock_guard lock(mu);
       if (slot.sandbox == sandbox) {
         slot.sandbox.reset();
-        record(*sandbox, reason);
+        record(*sandbox, reason, slot.session);
       } else if (auto killed = sandbox->killed_reason()) {
         reason = *killed;
       }
@@ -200,7 +210,8 @@ struct Pool::Impl {
         return outcome;
       }
     }
-    CallOutcome called = sandbox.call(id, call_frame, deadline, request.capabilities, request.cancel, request.attribution);
+    CallOutcome called = sandbox.call(id, call_frame, deadline, request.capabilities, request.cancel, request.attribution,
+                                      request.on_log, request.on_progress);
     called.fresh_sandbox = fresh;
     if (std::string reason = failure_reason(called.status); !reason.empty()) called.destroyed = std::move(reason);
     return called;
@@ -212,8 +223,12 @@ struct Pool::Impl {
     std::shared_ptr<Slot> slot;
     {
       std::lock_guard lock(mu);
-      auto& entry = slots[request.tool.revision];
-      if (!entry) entry = std::make_shared<Slot>();
+      auto& entry = slots[slot_key(request.tool.revision, request.session)];
+      if (!entry) {
+        entry = std::make_shared<Slot>();
+        entry->revision = request.tool.revision;
+        entry->session = request.session;
+      }
       entry->last_used = ++use_clock;
       slot = entry;
     }
@@ -239,7 +254,7 @@ struct Pool::Impl {
       sandbox->set_name(request.tool.name);
       std::lock_guard lock(mu);
       if (interrupted) {  // interrupt() ran while this one started: it never takes the call
-        record(*sandbox, *interrupted);
+        record(*sandbox, *interrupted, request.session);
         sandbox->kill(*interrupted);
         auto outcome = refused(true);
         outcome.destroyed = *interrupted;
@@ -297,9 +312,9 @@ Pool::~Pool() {
   std::vector<std::shared_ptr<Sandbox>> doomed;
   {
     std::lock_guard lock(impl_->mu);
-    for (auto& [revision, slot] : impl_->slots) {
+    for (auto& [key, slot] : impl_->slots) {
       if (!slot->sandbox) continue;
-      impl_->record(*slot->sandbox, "shutdown");
+      impl_->record(*slot->sandbox, "shutdown", slot->session);
       doomed.push_back(std::move(slot->sandbox));
     }
     for (const auto& sandbox : impl_->disposables) {
@@ -349,25 +364,46 @@ Result<CallOutcome> Pool::call(const CallRequest& request) {
 }
 
 void Pool::terminate(std::string_view revision, std::string_view reason) {
-  std::shared_ptr<Sandbox> doomed;
+  std::vector<std::shared_ptr<Sandbox>> doomed;  // one per session holding the revision
   {
     std::lock_guard lock(impl_->mu);
-    auto it = impl_->slots.find(revision);
-    if (it == impl_->slots.end() || !it->second->sandbox) return;
-    doomed = std::move(it->second->sandbox);
-    impl_->record(*doomed, std::string(reason));
+    for (auto& [key, slot] : impl_->slots) {
+      if (slot->revision != revision || !slot->sandbox) continue;
+      impl_->record(*slot->sandbox, std::string(reason), slot->session);
+      doomed.push_back(std::move(slot->sandbox));
+    }
   }
-  doomed->kill(reason);
+  for (const auto& sandbox : doomed) sandbox->kill(reason);
   // Reaped here unless a call still holds it; that call ends when the child dies.
+}
+
+void Pool::close_session(std::string_view session, std::string_view reason) {
+  std::vector<std::shared_ptr<Sandbox>> doomed;
+  {
+    std::lock_guard lock(impl_->mu);
+    for (auto it = impl_->slots.begin(); it != impl_->slots.end();) {
+      auto& slot = it->second;
+      if (slot->session != session) {
+        ++it;
+        continue;
+      }
+      if (slot->sandbox) {
+        impl_->record(*slot->sandbox, std::string(reason), slot->session);
+        doomed.push_back(std::move(slot->sandbox));
+      }
+      it = impl_->slots.erase(it);  // a call holding the slot keeps its shared_ptr
+    }
+  }
+  for (const auto& sandbox : doomed) sandbox->kill(reason);
 }
 
 void Pool::retire_superseded(std::string_view name, std::string_view active) {
   std::vector<std::shared_ptr<Sandbox>> doomed;
   {
     std::lock_guard lock(impl_->mu);
-    for (auto& [revision, slot] : impl_->slots) {
-      if (!slot->sandbox || slot->sandbox->name() != name || revision == active) continue;
-      impl_->record(*slot->sandbox, "superseded");
+    for (auto& [key, slot] : impl_->slots) {
+      if (!slot->sandbox || slot->sandbox->name() != name || slot->revision == active) continue;
+      impl_->record(*slot->sandbox, "superseded", slot->session);
       doomed.push_back(std::move(slot->sandbox));
     }
   }
@@ -381,9 +417,9 @@ void Pool::interrupt(std::string_view reason) {
     if (impl_->interrupted) return;
     impl_->interrupted = std::string(reason);
     impl_->interrupted_flag.store(true);
-    for (auto& [revision, slot] : impl_->slots) {
+    for (auto& [key, slot] : impl_->slots) {
       if (!slot->sandbox) continue;
-      impl_->record(*slot->sandbox, std::string(reason));
+      impl_->record(*slot->sandbox, std::string(reason), slot->session);
       doomed.push_back(std::move(slot->sandbox));
     }
     for (const auto& sandbox : impl_->disposables) {
@@ -407,8 +443,8 @@ void Pool::on_destruction(std::function<void(const Destruction&)> observer) {
 std::vector<std::string> Pool::live() const {
   std::lock_guard lock(impl_->mu);
   std::vector<std::string> revisions;
-  for (const auto& [revision, slot] : impl_->slots) {
-    if (slot->sandbox) revisions.push_back(revision);
+  for (const auto& [key, slot] : impl_->slots) {
+    if (slot->sandbox) revisions.push_back(slot->revision);
   }
   return revisions;
 }
@@ -416,14 +452,14 @@ std::vector<std::string> Pool::live() const {
 std::vector<SandboxInfo> Pool::sandboxes() const {
   std::lock_guard lock(impl_->mu);
   std::vector<SandboxInfo> infos;
-  auto add = [&](const Sandbox& sandbox) {
+  auto add = [&](const Sandbox& sandbox, const std::string& session) {
     infos.push_back(SandboxInfo{sandbox.revision(), sandbox.name(), sandbox.mode(), static_cast<int>(sandbox.pid()),
-                                sandbox.workdir()});
+                                sandbox.workdir(), session});
   };
-  for (const auto& [revision, slot] : impl_->slots) {
-    if (slot->sandbox) add(*slot->sandbox);
+  for (const auto& [key, slot] : impl_->slots) {
+    if (slot->sandbox) add(*slot->sandbox, slot->session);
   }
-  for (const auto& sandbox : impl_->disposables) add(*sandbox);
+  for (const auto& sandbox : impl_->disposables) add(*sandbox, std::string());
   return infos;
 }
 

@@ -12,6 +12,8 @@
 //   child -> host   {"type":"ready"} | {"type":"load_error","message":STRING}
 //   host  -> child  {"type":"call","id":N,"args":VALUE}
 //   child -> host   {"type":"log","id":N,"level":L,"text":STRING}   (0..n)
+//   child -> host   {"type":"progress","id":N,"progress":NUMBER,"total":NUMBER|null,"message":STRING}
+//                   (0..n; context.progress, handed to CallRequest::on_progress, not kept)
 //   child -> host   {"type":"cap","id":N,"req":R,"op":OP,"args":OBJECT}      (0..n, see below)
 //   child -> host   {"type":"abort","id":N,"req":R}       (the tool's AbortSignal fired for R)
 //   host  -> child  {"type":"cap_result","req":R,"value":VALUE}
@@ -154,6 +156,11 @@ enum class Mode {
                // a retained sandbox of the same revision is left untouched
 };
 
+struct LogEntry {
+  std::string level;  // "log", "info", "warn", "error", "debug", or "stderr"
+  std::string text;
+};
+
 struct CallRequest {
   ToolCode tool;
   json::Value args = json::Value::object();
@@ -163,11 +170,15 @@ struct CallRequest {
   CancelToken cancel;                    // fire it to abort the call: the sandbox is destroyed
   std::string attribution = {};          // who this call is (its task id), handed to refused_stale()
                                          // when a request of it arrives during a later call
-};
-
-struct LogEntry {
-  std::string level;  // "log", "info", "warn", "error", "debug", or "stderr"
-  std::string text;
+  // The session the retained sandbox belongs to (H3): retained sandboxes are
+  // keyed by (revision, session); empty (the one-shot CLI) is a session too.
+  std::string session = {};
+  // Called on the calling thread for each log frame (and stderr line) as it
+  // arrives, before call() returns; the entry is also kept in CallOutcome::logs.
+  std::function<void(const LogEntry&)> on_log = {};
+  // Called for each "progress" frame (context.progress(value, total?, message?))
+  // as it arrives: value, total (NaN when not given), message.
+  std::function<void(double, double, std::string_view)> on_progress = {};
 };
 
 // How a call ended. Only `ok` carries a value; the others carry a message.
@@ -201,6 +212,7 @@ struct SandboxInfo {
   Mode mode = Mode::retained;
   int pid = 0;          // the child's process id (also its process group id)
   std::string workdir;  // its private working directory, removed when it is destroyed
+  std::string session = {};  // the session of a retained sandbox (CallRequest::session)
 };
 
 struct Destruction {
@@ -210,6 +222,7 @@ struct Destruction {
   std::chrono::system_clock::time_point when;
   std::string name;    // the tool's name, when known
   int pid = 0;         // the child's process id
+  std::string session = {};  // the session of a retained sandbox (CallRequest::session)
 };
 
 class Pool {
@@ -234,6 +247,12 @@ class Pool {
   // with `destroyed` set to `reason`.
   void terminate(std::string_view revision, std::string_view reason = "terminated");
 
+  // A session ended (H3): destroys, at once, every retained sandbox of
+  // `session`, each recorded as `reason`; a call running in one ends as
+  // Status::crashed with `destroyed` = reason (cancel its token first to have
+  // it end as cancelled).
+  void close_session(std::string_view session, std::string_view reason = "session_closed");
+
   // A new revision was activated under `name` (S3): destroys, at once, every
   // retained sandbox of that name whose revision is not `active`, recorded as
   // "superseded". A pinned call to an older revision later gets a fresh one.
@@ -253,7 +272,7 @@ class Pool {
   // until the Pool is destroyed (its destructor reports "shutdown" ones).
   void on_destruction(std::function<void(const Destruction&)> observer);
 
-  // Revisions with a live retained sandbox.
+  // Revisions with a live retained sandbox (one entry per (revision, session)).
   std::vector<std::string> live() const;
 
   // Every live sandbox, retained ones and disposable ones in use.

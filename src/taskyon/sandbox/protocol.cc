@@ -143,6 +143,19 @@ std::expected<Frame, Violation> parse_call_reply(std::string_view line, std::uin
     out.text = frame->at("text").get<std::string>();
     return out;
   }
+  if (type == "progress") {
+    const auto& f = *frame;
+    if (!has_exactly(f, {"type", "id", "progress", "total", "message"}) || !f.at("progress").is_number() ||
+        !(f.at("total").is_number() || f.at("total").is_null()) || !is_string_member(f, "message")) {
+      return violation("a \"progress\" frame must be exactly {type, id, progress: number, total: number|null, message: string}");
+    }
+    if (!id_matches()) return violation("a \"progress\" frame names another call id");
+    Frame out = make_frame(Frame::Kind::progress);
+    out.progress = f.at("progress").get<double>();
+    if (f.at("total").is_number()) out.total = f.at("total").get<double>();
+    out.text = f.at("message").get<std::string>();
+    return out;
+  }
   if (type == "result") {
     if (!has_exactly(*frame, {"type", "id", "value"})) {
       return violation("a \"result\" frame must be exactly {type, id, value}");

@@ -38,7 +38,7 @@ struct Violation {
 };
 
 struct Frame {
-  enum class Kind { ready, load_error, log, result, error, cap, abort };
+  enum class Kind { ready, load_error, log, result, error, cap, abort, progress };
   Kind kind = Kind::ready;
   std::string level;    // log: "log" | "info" | "warn" | "error" | "debug"
   std::string text;     // log: the text; load_error and error: the message
@@ -47,6 +47,8 @@ struct Frame {
   std::uint64_t req = 0;           // cap, abort: the request number
   std::uint64_t call = 0;          // cap, abort: the call id the frame names (the sandbox checks it)
   CapabilityOp op = CapabilityOp::fetch;  // cap
+  double progress = 0;                    // progress: the value
+  std::optional<double> total;            // progress: the total, when given
 };
 
 // A reply to `load`: exactly {"type":"ready"} or {"type":"load_error","message":STRING}.
@@ -54,6 +56,7 @@ std::expected<Frame, Violation> parse_load_reply(std::string_view line);
 
 // A frame during call `id`: exactly
 //   {"type":"log","id":ID,"level":LEVEL,"text":STRING}
+//   {"type":"progress","id":ID,"progress":NUMBER,"total":NUMBER|null,"message":STRING}  (text = message)
 //   {"type":"result","id":ID,"value":VALUE}
 //   {"type":"error","id":ID,"name":STRING,"message":STRING}
 //   {"type":"cap","id":C,"req":R,"op":OP,"args":OBJECT}   OP: capability_op_name()

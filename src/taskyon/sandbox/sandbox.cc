@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
@@ -87,6 +88,7 @@ struct Sandbox::LogBook {
     }
     used += text.size();
     entries.push_back(LogEntry{std::move(level), std::move(text)});
+    if (sink && *sink) (*sink)(entries.back());
   }
 
   // Raw bytes from the child's fd 2: one "stderr" entry per line.
@@ -109,6 +111,7 @@ struct Sandbox::LogBook {
   }
 
   std::size_t max_bytes;
+  const std::function<void(const LogEntry&)>* sink = nullptr;  // CallRequest::on_log, as entries are kept
   std::size_t used = 0;
   bool truncated = false;
   std::vector<LogEntry> entries;
@@ -403,9 +406,12 @@ Sandbox::Loaded Sandbox::load(std::string_view load_frame, Deadline deadline, co
 }
 
 CallOutcome Sandbox::call(std::uint64_t id, std::string_view call_frame, Deadline deadline, Capabilities* capabilities,
-                          const CancelToken& cancel, std::string_view attribution) {
+                          const CancelToken& cancel, std::string_view attribution,
+                          const std::function<void(const LogEntry&)>& on_log,
+                          const std::function<void(double, double, std::string_view)>& on_progress) {
   CallOutcome outcome;
   LogBook logs(max_log_bytes_);
+  logs.sink = &on_log;
   CapabilityRunner runner(revision_, capabilities, deadline);
   auto on_line = [&](std::string line, std::string& out) -> std::expected<bool, protocol::Violation> {
     auto frame = protocol::parse_call_reply(line, id);
@@ -445,6 +451,9 @@ CallOutcome Sandbox::call(std::uint64_t id, std::string_view call_frame, Deadlin
       }
       case protocol::Frame::Kind::log:
         logs.add(std::move(frame->level), std::move(frame->text));
+        return false;
+      case protocol::Frame::Kind::progress:
+        if (on_progress) on_progress(frame->progress, frame->total.value_or(std::nan("")), frame->text);
         return false;
       case protocol::Frame::Kind::result:
         outcome.status = Status::ok;

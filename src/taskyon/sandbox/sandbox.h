@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -97,8 +98,12 @@ class Sandbox {
   // while frames keep being read; a cap frame naming one of the last
   // kPastCalls calls of this sandbox is refused (S2) and handed to
   // capabilities->refused_stale with that call's `attribution`.
+  // `on_log` sees each log entry as it is kept, `on_progress` each progress
+  // frame (CallRequest::on_log / on_progress), on this thread.
   CallOutcome call(std::uint64_t id, std::string_view call_frame, Deadline deadline, Capabilities* capabilities,
-                   const CancelToken& cancel, std::string_view attribution = {});
+                   const CancelToken& cancel, std::string_view attribution = {},
+                   const std::function<void(const LogEntry&)>& on_log = {},
+                   const std::function<void(double, double, std::string_view)>& on_progress = {});
 
   // Between calls: why this sandbox must not take another call ("crashed":
   // the child is gone or closed fd 1; "protocol_error": it wrote to fd 1

@@ -1,0 +1,143 @@
+// make bench: a warm `tools/call` over stdio against the C pipe floor
+// (issue 13: within 3x the two-process pipe ping-pong floor for two hops).
+//   PipePingPong            one line to /bin/cat and back: one round trip between two processes
+//   McpStdioToolsCall/warm  one tools/call of a trivial tool to `tycli mcp` (client -> tycli -> the
+//                           retained Node sandbox and back: two round trips), warm sandbox
+// Report McpStdioToolsCall / (2 x PipePingPong).
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <benchmark/benchmark.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "taskyon/json/json.h"
+
+extern char** environ;
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// A child process with a pipe to its stdin and one from its stdout; lines in and out.
+class Child {
+ public:
+  Child(const std::vector<std::string>& argv, const std::vector<std::string>& env) {
+    int in[2], out[2];
+    if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0) std::abort();
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, in[0], 0);
+    posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+    std::vector<char*> args, envp;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
+    envp.push_back(nullptr);
+    if (posix_spawnp(&pid_, args[0], &fa, nullptr, args.data(), env.empty() ? environ : envp.data()) != 0) std::abort();
+    posix_spawn_file_actions_destroy(&fa);
+    ::close(in[0]);
+    ::close(out[1]);
+    in_ = in[1];
+    out_ = out[0];
+  }
+  ~Child() {
+    ::close(in_);
+    ::close(out_);
+    ::kill(pid_, SIGTERM);
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+  }
+  void send(const std::string& line) {
+    std::size_t done = 0;
+    while (done < line.size()) {
+      const ssize_t n = ::write(in_, line.data() + done, line.size() - done);
+      if (n <= 0) std::abort();
+      done += static_cast<std::size_t>(n);
+    }
+  }
+  std::string line() {
+    for (;;) {
+      const auto nl = buffer_.find('\n');
+      if (nl != std::string::npos) {
+        std::string l = buffer_.substr(0, nl);
+        buffer_.erase(0, nl + 1);
+        return l;
+      }
+      char chunk[65536];
+      const ssize_t n = ::read(out_, chunk, sizeof chunk);
+      if (n <= 0) return {};
+      buffer_.append(chunk, static_cast<std::size_t>(n));
+    }
+  }
+  // The response to request `id` (notifications skipped).
+  std::string response(int id) {
+    const std::string key = "\"id\":" + std::to_string(id) + ",";
+    const std::string key_end = "\"id\":" + std::to_string(id) + "}";
+    for (;;) {
+      std::string l = line();
+      if (l.empty() || l.find(key) != std::string::npos || l.find(key_end) != std::string::npos) return l;
+    }
+  }
+
+ private:
+  pid_t pid_ = -1;
+  int in_ = -1, out_ = -1;
+  std::string buffer_;
+};
+
+void PipePingPong(benchmark::State& state) {
+  Child cat({"cat"}, {});
+  for (auto _ : state) {
+    cat.send("{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n");
+    benchmark::DoNotOptimize(cat.line());
+  }
+}
+BENCHMARK(PipePingPong);
+
+void McpStdioToolsCall(benchmark::State& state) {
+  const fs::path home = fs::temp_directory_path() / ("taskyon-bench-mcp-" + std::to_string(::getpid()));
+  fs::create_directories(home / "tmp");
+  const std::string tool = (home / "echo.json").string();
+  std::ofstream(tool) << R"({"name":"echo","description":"returns its input","parameters":{"type":"object"},)"
+                         R"("execution":"sandboxed-code","runtime":"javascript","code":"(args) => args"})";
+  const std::vector<std::string> env = {"TASKYON_HOME=" + home.string(), "TMPDIR=" + (home / "tmp").string(),
+                                        std::string("PATH=") + (std::getenv("PATH") ? std::getenv("PATH") : "")};
+  {
+    Child install({TYCLI_PATH, "tool", "install", tool}, env);
+    install.line();
+  }
+  {
+    Child mcp({TYCLI_PATH, "mcp", "--activation-poll", "0"}, env);
+    mcp.send(R"({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25",)"
+             R"("capabilities":{},"clientInfo":{"name":"bench","version":"1"}}})"
+             "\n");
+    mcp.response(0);
+    mcp.send(R"({"jsonrpc":"2.0","method":"notifications/initialized"})"
+             "\n");
+    int id = 1;
+    auto call = [&] {
+      mcp.send(R"({"jsonrpc":"2.0","id":)" + std::to_string(id) +
+               R"(,"method":"tools/call","params":{"name":"echo","arguments":{"x":1}}})"
+               "\n");
+      auto r = mcp.response(id++);
+      if (r.find("\"isError\":false") == std::string::npos) state.SkipWithError(("tools/call failed: " + r).c_str());
+    };
+    call();  // warm: the sandbox is started and the code loaded here
+    for (auto _ : state) call();
+  }
+  std::error_code ec;
+  fs::remove_all(home, ec);
+}
+BENCHMARK(McpStdioToolsCall)->Name("McpStdioToolsCall/warm")->Unit(benchmark::kMicrosecond);
+
+}  // namespace

@@ -1,0 +1,407 @@
+#include "taskyon/mcp/server.h"
+
+#include <array>
+#include <atomic>
+#include <condition_variable>
+#include <exception>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include <fmt/format.h>
+
+namespace taskyon::mcp {
+namespace {
+
+using json::Value;
+
+constexpr std::array<std::string_view, 5> kVersions = {kLatestProtocolVersion, "2025-06-18", "2025-03-26",
+                                                       "2024-11-05", "2024-10-07"};
+
+// JSON-RPC 2.0 error codes.
+constexpr int kParseError = -32700;
+constexpr int kInvalidRequest = -32600;
+constexpr int kMethodNotFound = -32601;
+constexpr int kInvalidParams = -32602;
+constexpr int kInternalError = -32603;
+
+// RFC 5424 severities as MCP spells them, least severe first.
+constexpr std::array<std::string_view, 8> kLevels = {"debug",    "info",  "notice", "warning",
+                                                     "error",    "critical", "alert", "emergency"};
+
+int level_rank(std::string_view level) {
+  for (std::size_t i = 0; i < kLevels.size(); ++i)
+    if (kLevels[i] == level) return static_cast<int>(i);
+  return -1;
+}
+
+// A sandbox log level (pool.h LogEntry) as an MCP logging level.
+std::string_view mcp_level(std::string_view level) {
+  if (level == "debug") return "debug";
+  if (level == "warn" || level == "stderr") return "warning";
+  if (level == "error") return "error";
+  return "info";  // "log", "info"
+}
+
+Value error_response(const Value& id, int code, std::string message) {
+  return {{"jsonrpc", "2.0"}, {"id", id}, {"error", {{"code", code}, {"message", std::move(message)}}}};
+}
+
+Value result_response(const Value& id, Value result) {
+  return {{"jsonrpc", "2.0"}, {"id", id}, {"result", std::move(result)}};
+}
+
+Value notification(std::string method, Value params) {
+  Value n = {{"jsonrpc", "2.0"}, {"method", std::move(method)}};
+  if (!params.is_null()) n["params"] = std::move(params);
+  return n;
+}
+
+// A tool result a model can read: one text item, isError true.
+Value tool_error(std::string text, Value meta = Value()) {
+  Value r = {{"content", Value::array({{{"type", "text"}, {"text", std::move(text)}}})}, {"isError", true}};
+  if (!meta.is_null()) r["_meta"] = std::move(meta);
+  return r;
+}
+
+std::string dump(const Value& v) { return v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
+
+}  // namespace
+
+std::span<const std::string_view> protocol_versions() { return kVersions; }
+
+struct Connection::Impl : std::enable_shared_from_this<Connection::Impl> {
+  Impl(host::Host& h, Sink s, ServerInfo i) : host(h), sink(std::move(s)), info(std::move(i)) {}
+
+  host::Host& host;
+  Sink sink;
+  ServerInfo info;
+  host::SessionId session;
+  host::Subscription tools_changed;
+
+  std::mutex sink_mu;  // serializes the sink; `silent` guarded by it
+  bool silent = false;  // close() ran: nothing more is emitted
+
+  mutable std::mutex mu;
+  std::condition_variable calls_cv;
+  std::string version;       // guarded by mu
+  bool initialized = false;  // guarded by mu
+  bool closed = false;       // guarded by mu
+  int min_level = 0;         // guarded by mu: kLevels index of the least severe level sent
+  struct Running {
+    sandbox::CancelToken cancel;
+    bool cancelled_by_client = false;
+  };
+  std::map<std::string, Running> running;  // guarded by mu, keyed by dump(request id)
+  std::size_t threads = 0;                 // guarded by mu: call threads not yet finished
+
+  void emit(Value message, Value related = Value()) {
+    std::lock_guard lock(sink_mu);
+    if (silent) return;
+    try {
+      sink(Outgoing{std::move(message), std::move(related)});
+    } catch (const std::exception&) {
+      // A transport that failed to write: the client is gone; close() follows from the transport.
+    }
+  }
+
+  void handle(const Value& message) {
+    if (!message.is_object()) {
+      emit(error_response(Value(), kInvalidRequest, "a JSON-RPC message must be an object"));
+      return;
+    }
+    const bool has_id = message.contains("id");
+    const Value id = has_id ? message["id"] : Value();
+    const bool id_ok = !has_id || id.is_string() || id.is_number_integer();
+    if (!message.contains("jsonrpc") || message["jsonrpc"] != "2.0" || !id_ok) {
+      emit(error_response(id_ok ? id : Value(), kInvalidRequest, "not a JSON-RPC 2.0 message (jsonrpc \"2.0\", id a string or integer)"));
+      return;
+    }
+    if (!message.contains("method")) {
+      if (message.contains("result") || message.contains("error")) return;  // a response: we send no requests
+      if (has_id) emit(error_response(id, kInvalidRequest, "a request needs a method"));
+      return;
+    }
+    if (!message["method"].is_string()) {
+      if (has_id) emit(error_response(id, kInvalidRequest, "the method must be a string"));
+      return;
+    }
+    const std::string method = message["method"].get<std::string>();
+    const Value params = message.contains("params") ? message["params"] : Value::object();
+    if (!params.is_object()) {
+      if (has_id) emit(error_response(id, kInvalidParams, "params must be an object"));
+      return;
+    }
+    if (!has_id) {
+      notify(method, params);
+      return;
+    }
+    if (method == "initialize") return initialize(id, params);
+    if (method == "ping") return emit(result_response(id, Value::object()), id);
+    if (method == "tools/list") return list(id);
+    if (method == "tools/call") return call(id, params);
+    if (method == "logging/setLevel") return set_level(id, params);
+    emit(error_response(id, kMethodNotFound, fmt::format("method not found: {}", method)), id);
+  }
+
+  void notify(const std::string& method, const Value& params) {
+    if (method == "notifications/cancelled") {
+      if (!params.contains("requestId")) return;
+      std::lock_guard lock(mu);
+      auto it = running.find(dump(params["requestId"]));
+      if (it == running.end()) return;  // finished already, or never ours: ignored (the spec's rule)
+      it->second.cancelled_by_client = true;
+      it->second.cancel.cancel();  // H5: the pool destroys the sandbox at once
+    }
+    // notifications/initialized, roots/list_changed, …: nothing to do.
+  }
+
+  void initialize(const Value& id, const Value& params) {
+    std::string asked = params.contains("protocolVersion") && params["protocolVersion"].is_string()
+                            ? params["protocolVersion"].get<std::string>()
+                            : std::string();
+    std::string chosen(kLatestProtocolVersion);
+    for (auto v : kVersions)
+      if (v == asked) chosen = asked;
+    {
+      std::lock_guard lock(mu);
+      version = chosen;
+      initialized = true;
+    }
+    Value result = {{"protocolVersion", chosen},
+                    {"capabilities", {{"tools", {{"listChanged", true}}}, {"logging", Value::object()}}},
+                    {"serverInfo", {{"name", info.name}, {"version", info.version}}}};
+    if (!info.instructions.empty()) result["instructions"] = info.instructions;
+    emit(result_response(id, std::move(result)), id);
+  }
+
+  void set_level(const Value& id, const Value& params) {
+    const int rank = params.contains("level") && params["level"].is_string()
+                         ? level_rank(params["level"].get<std::string>())
+                         : -1;
+    if (rank < 0) return emit(error_response(id, kInvalidParams, "level must be one of debug, info, notice, warning, "
+                                                                 "error, critical, alert, emergency"), id);
+    {
+      std::lock_guard lock(mu);
+      min_level = rank;
+    }
+    emit(result_response(id, Value::object()), id);
+  }
+
+  void list(const Value& id) {
+    auto tools = host.list_tools();
+    if (!tools) return emit(error_response(id, kInternalError, "the tool registry could not be read: " +
+                                                                   tools.error().describe()), id);
+    Value out = Value::array();
+    for (const auto& t : *tools) {
+      Value tool = {{"name", t.name},
+                    {"description", t.description},
+                    {"inputSchema", t.input_schema},
+                    {"_meta",
+                     {{"taskyon/revision", t.revision},
+                      {"taskyon/settingsRevision", t.settings_revision},
+                      {"taskyon/execution", t.execution}}}};
+      if (t.output_schema.is_object()) tool["outputSchema"] = t.output_schema;
+      out.push_back(std::move(tool));
+    }
+    emit(result_response(id, {{"tools", std::move(out)}}), id);
+  }
+
+  void call(const Value& id, const Value& params) {
+    if (!params.contains("name") || !params["name"].is_string())
+      return emit(error_response(id, kInvalidParams, "tools/call needs params.name, the tool's name"), id);
+    if (params.contains("arguments") && !params["arguments"].is_object() && !params["arguments"].is_null())
+      return emit(error_response(id, kInvalidParams, "params.arguments must be an object"), id);
+    Value progress_token;
+    if (params.contains("_meta") && params["_meta"].is_object() && params["_meta"].contains("progressToken")) {
+      progress_token = params["_meta"]["progressToken"];
+      if (!progress_token.is_string() && !progress_token.is_number_integer()) progress_token = Value();
+    }
+    host::CallRequest request;
+    request.tool = params["name"].get<std::string>();
+    if (params.contains("arguments") && params["arguments"].is_object()) request.arguments = params["arguments"];
+    const std::string key = dump(id);
+    {
+      std::lock_guard lock(mu);
+      if (closed) return;
+      if (running.contains(key))
+        return void(emit(error_response(id, kInvalidRequest, "a request with this id is still running"), id));
+      if (running.size() >= kMaxConcurrentCalls) {
+        emit(result_response(id, tool_error(fmt::format("too many calls are running on this connection (at most {}); "
+                                                        "wait for one to finish and call again",
+                                                        kMaxConcurrentCalls))),
+             id);
+        return;
+      }
+      running.emplace(key, Running{request.cancel, false});
+      ++threads;
+    }
+    auto self = shared_from_this();
+    std::thread([self, id, key, progress_token, request = std::move(request)]() mutable {
+      self->run(id, key, progress_token, std::move(request));
+    }).detach();
+  }
+
+  void run(const Value& id, const std::string& key, const Value& progress_token, host::CallRequest request) {
+    const std::string tool_name = request.tool;
+    request.events.on_log = [this, &id, &tool_name](const sandbox::LogEntry& entry) {
+      const std::string_view level = mcp_level(entry.level);
+      {
+        std::lock_guard lock(mu);
+        if (level_rank(level) < min_level) return;
+      }
+      emit(notification("notifications/message", {{"level", level}, {"logger", tool_name}, {"data", entry.text}}), id);
+    };
+    if (!progress_token.is_null())
+      request.events.on_progress = [this, &id, &progress_token](const host::Progress& p) {
+        Value params = {{"progressToken", progress_token}, {"progress", p.progress}};
+        if (p.total) params["total"] = *p.total;
+        if (!p.message.empty()) params["message"] = p.message;
+        emit(notification("notifications/progress", std::move(params)), id);
+      };
+    Value response;
+    try {
+      response = respond(id, request);
+    } catch (const std::exception& e) {
+      response = error_response(id, kInternalError, std::string("the call failed in the host: ") + e.what());
+    }
+    bool cancelled = false;
+    {
+      std::lock_guard lock(mu);
+      auto it = running.find(key);
+      cancelled = it != running.end() && it->second.cancelled_by_client;
+      if (it != running.end()) running.erase(it);
+    }
+    if (!cancelled) emit(std::move(response), id);  // a cancelled request gets no response (MCP cancellation)
+    {
+      std::lock_guard lock(mu);
+      --threads;
+    }
+    calls_cv.notify_all();
+  }
+
+  Value respond(const Value& id, const host::CallRequest& request) {
+    auto inv = host.call(session, request);
+    if (!inv) {
+      const Error& e = inv.error();
+      switch (e.code) {
+        case Errc::not_found:
+        case Errc::ambiguous:
+          return error_response(id, kInvalidParams, fmt::format("Unknown tool: {} ({})", request.tool, e.describe()));
+        case Errc::invalid_arguments:
+          return result_response(id, tool_error(fmt::format("Invalid arguments for tool {}: {}. Fix the arguments to "
+                                                            "match the tool's inputSchema and call again.",
+                                                            request.tool, e.describe())));
+        default:
+          return result_response(id, tool_error(fmt::format("The call could not be run: {} ({})", e.describe(),
+                                                            code_name(e.code))));
+      }
+    }
+    const auto& o = inv->outcome;
+    Value meta = {{"taskyon/task", inv->call.id},
+                  {"taskyon/resultTask", inv->result.id},
+                  {"taskyon/revision", inv->tool.revision},
+                  {"taskyon/settingsRevision", inv->call.settings_revision.value_or("")},
+                  {"taskyon/status", sandbox::status_name(o.status)}};
+    if (!inv->ok())
+      return result_response(id, tool_error(fmt::format("The tool {} failed ({}): {}", inv->tool.manifest.name,
+                                                        sandbox::status_name(o.status), o.error),
+                                            std::move(meta)));
+    Value result;
+    const bool mcp_service = inv->tool.manifest.execution == registry::Execution::external_service &&
+                             inv->tool.manifest.service.contains("mcp");
+    if (mcp_service && o.value.is_object() && o.value.contains("content")) {
+      // An imported MCP server's result (external/mcp.h): passed on as it came.
+      result = {{"content", o.value["content"]}};
+      if (o.value.contains("structuredContent")) result["structuredContent"] = o.value["structuredContent"];
+    } else {
+      // structuredContent must be an object (MCP): another value is wrapped as {"result": VALUE}.
+      Value structured = o.value.is_object() ? o.value : Value{{"result", o.value}};
+      result = {{"content", Value::array({{{"type", "text"}, {"text", dump(o.value)}}})},
+                {"structuredContent", std::move(structured)}};
+    }
+    result["isError"] = false;
+    result["_meta"] = std::move(meta);
+    return result_response(id, std::move(result));
+  }
+
+  void close() {
+    {
+      std::unique_lock lock(mu);
+      if (closed && threads == 0) return;
+      closed = true;
+      for (auto& [_, r] : running) {
+        r.cancelled_by_client = true;  // nobody to answer: the client is gone (H5: disconnect)
+        r.cancel.cancel();
+      }
+      calls_cv.wait(lock, [&] { return threads == 0; });
+    }
+    tools_changed.reset();
+    {
+      std::lock_guard lock(sink_mu);
+      silent = true;
+    }
+    host.close_session(session);
+  }
+};
+
+Connection::Connection(host::Host& host, Sink sink, ServerInfo info, std::string_view label)
+    : impl_(std::make_shared<Impl>(host, std::move(sink), std::move(info))) {
+  impl_->session = host.open_session(label);
+  std::weak_ptr<Impl> weak = impl_;
+  impl_->tools_changed = host.on_tools_changed([weak] {
+    auto self = weak.lock();
+    if (!self) return;
+    {
+      std::lock_guard lock(self->mu);
+      if (!self->initialized || self->closed) return;
+    }
+    self->emit(notification("notifications/tools/list_changed", Value()));
+  });
+}
+
+Connection::~Connection() { close(); }
+
+void Connection::receive(std::string_view text) {
+  if (text.size() > kMaxMessageBytes) {
+    impl_->emit(error_response(Value(), kInvalidRequest,
+                               fmt::format("the message is larger than {} bytes", kMaxMessageBytes)));
+    return;
+  }
+  auto parsed = json::parse(text);
+  if (!parsed) {
+    impl_->emit(error_response(Value(), kParseError, "parse error: " + parsed.error().describe()));
+    return;
+  }
+  receive_value(*parsed);
+}
+
+void Connection::receive_value(const json::Value& message) {
+  if (message.is_array()) {
+    if (message.empty()) impl_->emit(error_response(Value(), kInvalidRequest, "an empty batch"));
+    for (const auto& m : message) impl_->handle(m);
+    return;
+  }
+  impl_->handle(message);
+}
+
+void Connection::close() { impl_->close(); }
+
+std::string Connection::protocol_version() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->version;
+}
+
+bool Connection::initialized() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->initialized;
+}
+
+const host::SessionId& Connection::session() const { return impl_->session; }
+
+std::size_t Connection::running_calls() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->running.size();
+}
+
+}  // namespace taskyon::mcp

@@ -1,0 +1,141 @@
+// tycli mcp: the long-lived host (taskyon/host) as an MCP server over stdio
+// (taskyon/mcp/server.h, docs/mcp.md). Newline-delimited JSON-RPC 2.0 on
+// stdin/stdout; stdout carries nothing but protocol messages, diagnostics go
+// to stderr. One stdio connection is one session (H3). stdin EOF, SIGINT,
+// SIGTERM or SIGHUP end it cleanly: running calls are cancelled and stored as
+// Cancelled, every sandbox destroyed and written to the sandbox log.
+#include <poll.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <iostream>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "cli.h"
+#include "signals.h"
+#include "taskyon/base/line_reader.h"
+#include "taskyon/host/host.h"
+#include "taskyon/mcp/server.h"
+#include "taskyon/sandbox/runtime.h"
+
+namespace tycli {
+namespace {
+
+namespace sandbox = taskyon::sandbox;
+
+struct McpArgs {
+  long long timeout_ms = 10000;
+  std::string js_runtime;
+  long long memory_budget_mib = -1;
+  long long poll_ms = 500;
+};
+
+// Writes all of `bytes` to fd 1; false when stdout is gone.
+bool write_all(std::string_view bytes) {
+  while (!bytes.empty()) {
+    const ssize_t n = ::write(STDOUT_FILENO, bytes.data(), bytes.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    bytes.remove_prefix(static_cast<std::size_t>(n));
+  }
+  return true;
+}
+
+int serve_stdio(Globals& g, const McpArgs& a) {
+  if (a.timeout_ms <= 0)
+    return report(g, {taskyon::Errc::bad_usage, "--timeout must be a positive number of milliseconds", "--timeout"});
+  if (a.poll_ms < 0)
+    return report(g, {taskyon::Errc::bad_usage, "--activation-poll must be 0 or more milliseconds", "--activation-poll"});
+  auto capabilities = capability_options(g);
+  if (!capabilities) return report(g, capabilities.error());
+  capabilities->ask = nullptr;  // stdin is the protocol: nobody can be asked
+  taskyon::host::Options options;
+  options.db_path = g.db_path;
+  options.capabilities = std::move(*capabilities);
+  options.default_timeout = std::chrono::milliseconds(a.timeout_ms);
+  options.max_timeout = std::max(options.max_timeout, options.default_timeout);
+  options.activation_poll = std::chrono::milliseconds(a.poll_ms);
+  if (auto selected = sandbox::select_runtime(options.runtime, a.js_runtime, sandbox::config_file_path()); !selected)
+    return report(g, selected.error());
+  if (auto budget = apply_memory_budget(options.runtime, a.memory_budget_mib); !budget)
+    return report(g, budget.error());
+  auto host = taskyon::host::Host::open(std::move(options));
+  if (!host) return report(g, host.error());
+
+  int wake[2];
+  if (::pipe(wake) != 0) return report(g, {taskyon::Errc::internal, "pipe() failed", {}});
+  Interruption interruption([&](int) {
+    const char byte = 1;
+    (void)!::write(wake[1], &byte, 1);
+  });
+
+  bool stdout_gone = false;
+  {
+    taskyon::mcp::Connection connection(
+        **host,
+        [&stdout_gone](taskyon::mcp::Outgoing out) {  // serialized by the Connection
+          if (stdout_gone) return;
+          std::string line = out.message.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+          line += '\n';
+          if (!write_all(line)) stdout_gone = true;
+        },
+        {}, "stdio");
+    std::cerr << fmt::format("tycli mcp: serving MCP {} on stdio (session {})\n", taskyon::mcp::kLatestProtocolVersion,
+                             connection.session());
+    taskyon::LineReader reader(taskyon::mcp::kMaxMessageBytes + 1);
+    std::string chunk(64 * 1024, '\0');
+    for (;;) {
+      pollfd fds[2] = {{STDIN_FILENO, POLLIN, 0}, {wake[0], POLLIN, 0}};
+      if (::poll(fds, 2, -1) < 0) {
+        if (errno == EINTR) continue;
+        break;
+      }
+      if (fds[1].revents) break;  // a signal
+      if (!fds[0].revents) continue;
+      const ssize_t n = ::read(STDIN_FILENO, chunk.data(), chunk.size());
+      if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+      if (n <= 0) break;  // EOF: the client is gone
+      if (!reader.feed(std::string_view(chunk.data(), static_cast<std::size_t>(n)))) {
+        std::cerr << fmt::format("tycli mcp: a message longer than {} bytes; closing\n",
+                                 taskyon::mcp::kMaxMessageBytes);
+        break;
+      }
+      while (auto line = reader.next()) {
+        if (!line->empty() && line->back() == '\r') line->pop_back();
+        if (line->find_first_not_of(" \t") == std::string::npos) continue;
+        connection.receive(*line);
+      }
+      if (stdout_gone) break;
+    }
+    connection.close();  // H5: running calls cancelled (stored as Cancelled), the session's sandboxes destroyed
+  }
+  (*host)->shutdown(interruption.signal() ? "interrupted" : "shutdown");
+  ::close(wake[0]);
+  ::close(wake[1]);
+  if (int signal = interruption.signal()) {
+    std::cerr << fmt::format("tycli mcp: stopped by {}\n", Interruption::name(signal));
+    return Interruption::exit_code(signal);
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void add_mcp_command(CLI::App& app, Globals& g) {
+  auto a = std::make_shared<McpArgs>();
+  auto* c = app.add_subcommand("mcp", "serve the active tools as an MCP server on stdin/stdout (docs/mcp.md)");
+  c->add_option("--timeout", a->timeout_ms, "per call, in ms (default 10000)");
+  c->add_option("--js-runtime", a->js_runtime,
+                "node (default) or deno; overrides \"jsRuntime\" in $TASKYON_HOME/config.json");
+  add_memory_budget_option(*c, a->memory_budget_mib);
+  c->add_option("--activation-poll", a->poll_ms,
+                "how often to look for activation changes made by other processes, in ms (default 500; 0: only "
+                "before tools/list)");
+  c->callback([&g, a] { g.exit_code = guarded(g, [&] { return serve_stdio(g, *a); }); });
+}
+
+}  // namespace tycli

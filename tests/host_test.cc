@@ -1,0 +1,298 @@
+// The long-lived host core (taskyon/host) and the transport-free MCP
+// connection (taskyon/mcp/server.h) in one process, on a real store and real
+// node sandboxes (DESIGN §8: H3 sessions, H5 cancellation, H6 activations,
+// clean shutdown).
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "taskyon/host/host.h"
+#include "taskyon/mcp/server.h"
+#include "taskyon/store/sandbox_log.h"
+#include "test_util.h"
+
+namespace taskyon::testing {
+namespace {
+
+using namespace std::chrono_literals;
+using json::Value;
+
+const Value kCounter = {
+    {"name", "counter"},
+    {"description", "counts in memory"},
+    {"parameters", {{"type", "object"}, {"properties", {{"step", {{"type", "integer"}}}}}, {"additionalProperties", false}}},
+    {"execution", "sandboxed-code"},
+    {"runtime", "javascript"},
+    {"code", "({step = 1}) => { globalThis.n = (globalThis.n ?? 0) + step; return {count: globalThis.n}; }"}};
+
+std::string install(store::Store& st, const Value& definition, store::Activate activate = store::Activate::if_unbound) {
+  auto m = registry::parse_manifest(definition);
+  EXPECT_TRUE(m.has_value()) << (m ? "" : m.error().describe());
+  auto r = st.install(*m, activate);
+  EXPECT_TRUE(r.has_value()) << (r ? "" : r.error().describe());
+  return r ? r->id : std::string();
+}
+
+class HostTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    db_ = (dir_ / "taskyon.db").string();
+    auto st = store::Store::open(db_);
+    ASSERT_TRUE(st.has_value());
+    install(*st, kCounter);
+    install(*st, js_tool("stuck", "async () => { console.log('stuck'); await new Promise(() => {}); }"));
+    upper1_ = install(*st, js_tool("upper", "({input}) => input.toUpperCase()"));
+    upper2_ = install(*st, js_tool("upper", "({input}) => input.toUpperCase() + '!'"));
+    host::Options o;
+    o.db_path = db_;
+    o.activation_poll = 0ms;  // the tests call check_activations()/list_tools() themselves
+    auto h = host::Host::open(std::move(o));
+    ASSERT_TRUE(h.has_value()) << h.error().describe();
+    host_ = std::move(*h);
+  }
+
+  int count(const host::SessionId& s) {
+    host::CallRequest r;
+    r.tool = "counter";
+    auto out = host_->call(s, r);
+    EXPECT_TRUE(out.has_value()) << (out ? "" : out.error().describe());
+    if (!out || !out->ok()) return -1;
+    return out->outcome.value["count"].get<int>();
+  }
+
+  TempDir dir_;
+  std::string db_;
+  std::string upper1_, upper2_;
+  std::unique_ptr<host::Host> host_;
+};
+
+TEST_F(HostTest, SessionsInOneProcessKeepTheirOwnState) {
+  auto a = host_->open_session("a");
+  auto b = host_->open_session("b");
+  EXPECT_NE(a, b);
+  EXPECT_EQ(count(a), 1);
+  EXPECT_EQ(count(a), 2);
+  EXPECT_EQ(count(b), 1) << "H3";
+  host_->close_session(a);
+  auto reopened = host_->open_session("a again");
+  EXPECT_EQ(count(reopened), 1);
+  EXPECT_EQ(count(b), 2);
+  host::CallRequest r;
+  r.tool = "counter";
+  auto closed = host_->call(a, r);
+  ASSERT_FALSE(closed.has_value());
+  EXPECT_EQ(closed.error().code, Errc::bad_usage);
+}
+
+TEST_F(HostTest, CallsAreStoredLikeTyCliCall) {
+  auto s = host_->open_session("t");
+  host::CallRequest r;
+  r.tool = "upper";
+  r.arguments = {{"input", "abc"}};
+  auto out = host_->call(s, r);
+  ASSERT_TRUE(out.has_value()) << out.error().describe();
+  EXPECT_EQ(out->outcome.value, "ABC");
+  EXPECT_EQ(out->tool.revision, upper1_);
+  auto st = store::Store::open(db_);
+  auto stored = st->task(out->call.id);
+  ASSERT_TRUE(stored.has_value());
+  EXPECT_EQ(stored->state, tasks::State::completed);
+  r.arguments = {{"input", 5}};
+  auto bad = host_->call(s, r);
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_EQ(bad.error().code, Errc::invalid_arguments);
+  r.tool = "nope";
+  auto unknown = host_->call(s, r);
+  ASSERT_FALSE(unknown.has_value());
+  EXPECT_EQ(unknown.error().code, Errc::not_found);
+}
+
+TEST_F(HostTest, ActivationChangesReachWatchersAndListButNotPinnedCalls) {
+  std::atomic<int> changes{0};
+  auto sub = host_->on_tools_changed([&] { ++changes; });
+  auto before = host_->list_tools();
+  ASSERT_TRUE(before.has_value());
+  EXPECT_FALSE(host_->check_activations());
+  // Another process (a second connection) activates v2: seen on the next check.
+  {
+    auto other = store::Store::open(db_);
+    ASSERT_TRUE(other->activate("upper", upper2_).has_value());
+  }
+  EXPECT_TRUE(host_->check_activations());
+  EXPECT_EQ(changes.load(), 1);
+  auto after = host_->list_tools();
+  ASSERT_TRUE(after.has_value());
+  for (const auto& t : *after) {
+    if (t.name == "upper") {
+      EXPECT_EQ(t.revision, upper2_);
+    }
+  }
+  auto s = host_->open_session("t");
+  host::CallRequest r;
+  r.tool = upper1_;
+  r.arguments = {{"input", "x"}};
+  auto pinned = host_->call(s, r);
+  ASSERT_TRUE(pinned.has_value());
+  EXPECT_EQ(pinned->outcome.value, "X") << "H6: a call pinned to v1 runs v1";
+  ASSERT_TRUE(host_->activate("upper", upper1_).has_value());
+  EXPECT_EQ(changes.load(), 2) << "an activation through the host notifies at once";
+  sub.reset();
+  ASSERT_TRUE(host_->activate("upper", upper2_).has_value());
+  EXPECT_EQ(changes.load(), 2) << "a dropped subscription hears nothing";
+}
+
+TEST_F(HostTest, ShutdownCancelsRunningCallsAndLogsEverySandbox) {
+  auto s = host_->open_session("t");
+  count(s);
+  std::optional<Result<host::CallResult>> stuck;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool logged = false;
+  std::thread t([&] {
+    host::CallRequest r;
+    r.tool = "stuck";
+    r.timeout = 60s;
+    r.events.on_log = [&](const sandbox::LogEntry&) {
+      std::lock_guard lock(mu);
+      logged = true;
+      cv.notify_all();
+    };
+    stuck = host_->call(s, r);
+  });
+  {
+    std::unique_lock lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, 20s, [&] { return logged; }));
+  }
+  host_->shutdown("shutdown");
+  t.join();
+  ASSERT_TRUE(stuck.has_value() && stuck->has_value());
+  EXPECT_EQ((*stuck)->outcome.status, sandbox::Status::cancelled);
+  EXPECT_EQ((*stuck)->call.state, tasks::State::cancelled);
+  EXPECT_TRUE(host_->pool().sandboxes().empty());
+  auto st = store::Store::open(db_);
+  auto log = store::destructions(*st, 0);
+  ASSERT_TRUE(log.has_value());
+  std::vector<std::string> reasons;
+  for (const auto& d : *log) reasons.push_back(d.tool + ":" + d.reason);
+  std::sort(reasons.begin(), reasons.end());
+  EXPECT_EQ(reasons, (std::vector<std::string>{"counter:shutdown", "stuck:cancelled"}));
+  host::CallRequest r;
+  r.tool = "counter";
+  EXPECT_FALSE(host_->call(s, r).has_value()) << "no call after shutdown";
+}
+
+// An MCP connection with an in-memory sink: the messages it emits, in order.
+struct Recorder {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<Value> messages;
+  mcp::Sink sink() {
+    return [this](mcp::Outgoing out) {
+      std::lock_guard lock(mu);
+      messages.push_back(std::move(out.message));
+      cv.notify_all();
+    };
+  }
+  // Waits for the response to `id`.
+  Value response(int id) {
+    std::unique_lock lock(mu);
+    Value found;
+    cv.wait_for(lock, 20s, [&] {
+      for (const auto& m : messages)
+        if (m.contains("id") && m["id"] == id && (m.contains("result") || m.contains("error"))) {
+          found = m;
+          return true;
+        }
+      return false;
+    });
+    return found;
+  }
+};
+
+Value request(int id, std::string method, Value params = Value::object()) {
+  return {{"jsonrpc", "2.0"}, {"id", id}, {"method", std::move(method)}, {"params", std::move(params)}};
+}
+
+TEST_F(HostTest, McpConnectionsInOneProcessAreSessions) {
+  Recorder ra, rb;
+  mcp::Connection a(*host_, ra.sink());
+  mcp::Connection b(*host_, rb.sink());
+  a.receive(request(1, "initialize", {{"protocolVersion", "2025-06-18"}, {"capabilities", Value::object()},
+                                      {"clientInfo", {{"name", "t"}, {"version", "1"}}}})
+                .dump());
+  EXPECT_EQ(ra.response(1)["result"]["protocolVersion"], "2025-06-18") << "an older supported version is kept";
+  b.receive(request(1, "initialize", {{"protocolVersion", "1999-01-01"}}).dump());
+  EXPECT_EQ(rb.response(1)["result"]["protocolVersion"], mcp::kLatestProtocolVersion);
+  auto call = [](int id, Value args = Value::object()) {
+    return request(id, "tools/call", {{"name", "counter"}, {"arguments", std::move(args)}}).dump();
+  };
+  a.receive(call(2));
+  EXPECT_EQ(ra.response(2)["result"]["structuredContent"]["count"], 1);
+  a.receive(call(3));
+  EXPECT_EQ(ra.response(3)["result"]["structuredContent"]["count"], 2);
+  b.receive(call(2));
+  EXPECT_EQ(rb.response(2)["result"]["structuredContent"]["count"], 1) << "H3";
+  a.receive(call(4, {{"step", "x"}}));
+  EXPECT_EQ(ra.response(4)["result"]["isError"], true);
+
+  // JSON-RPC errors.
+  a.receive(std::string_view("{not json"));
+  a.receive(request(5, "no/such/method").dump());
+  a.receive(Value{{"jsonrpc", "1.0"}, {"id", 6}, {"method", "ping"}}.dump());
+  a.receive(request(7, "tools/call", {{"arguments", Value::object()}}).dump());
+  a.receive(request(8, "ping").dump());
+  EXPECT_EQ(ra.response(5)["error"]["code"], -32601);
+  EXPECT_EQ(ra.response(6)["error"]["code"], -32600);
+  EXPECT_EQ(ra.response(7)["error"]["code"], -32602);
+  EXPECT_EQ(ra.response(8)["result"], Value::object());
+  bool parse_error = false;
+  {
+    std::lock_guard lock(ra.mu);
+    for (const auto& m : ra.messages) parse_error |= m.contains("error") && m["error"]["code"] == -32700;
+  }
+  EXPECT_TRUE(parse_error);
+
+  // H5: notifications/cancelled destroys the running call's sandbox; no response follows.
+  a.receive(request(9, "tools/call", {{"name", "stuck"}}).dump());
+  for (int i = 0; i < 400 && host_->pool().sandboxes().size() < 3; ++i) std::this_thread::sleep_for(10ms);
+  bool logged = false;
+  for (int i = 0; i < 400 && !logged; ++i) {
+    {
+      std::lock_guard lock(ra.mu);
+      for (const auto& m : ra.messages) logged |= m.value("method", "") == "notifications/message";
+    }
+    if (!logged) std::this_thread::sleep_for(10ms);
+  }
+  ASSERT_TRUE(logged) << "the stuck tool's log arrives as notifications/message";
+  a.receive(Value{{"jsonrpc", "2.0"}, {"method", "notifications/cancelled"}, {"params", {{"requestId", 9}}}}.dump());
+  for (int i = 0; i < 400 && a.running_calls() > 0; ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_EQ(a.running_calls(), 0u);
+  bool cancelled = false;
+  for (const auto& d : host_->pool().destructions()) cancelled |= d.name == "stuck" && d.reason == "cancelled";
+  EXPECT_TRUE(cancelled);
+
+  // H6: an activation through the host sends list_changed to both.
+  ASSERT_TRUE(host_->activate("upper", upper2_).has_value());
+  a.close();
+  b.close();
+  auto has_list_changed = [](Recorder& r) {
+    std::lock_guard lock(r.mu);
+    bool found = false;
+    for (const auto& m : r.messages) {
+      found |= m.value("method", "") == "notifications/tools/list_changed";
+      EXPECT_FALSE(m.contains("id") && m["id"] == 9) << "a cancelled request gets no response";
+    }
+    return found;
+  };
+  EXPECT_TRUE(has_list_changed(ra));
+  EXPECT_TRUE(has_list_changed(rb));
+}
+
+}  // namespace
+}  // namespace taskyon::testing

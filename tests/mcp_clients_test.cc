@@ -1,0 +1,98 @@
+// Imported MCP servers stay running in the long-lived host (issue 13 item 5):
+// external::McpClients against the real server-everything from npm. One
+// session per server, kept between calls, restarted when it died, stopped
+// when a call is cancelled.
+#include <signal.h>
+
+#include <cerrno>
+#include <chrono>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "taskyon/external/mcp.h"
+
+namespace taskyon::external {
+namespace {
+
+using json::Value;
+using namespace std::chrono_literals;
+
+const std::string kServer =
+    std::string(TASKYON_SOURCE_DIR) + "/node_modules/@modelcontextprotocol/server-everything/dist/index.js";
+const McpServer kEverything{{"node", kServer, "stdio"}, ""};
+
+bool gone(int pid) { return ::kill(pid, 0) == -1 && errno == ESRCH; }
+
+// Dead: reaped, or a zombie (/proc/PID/stat state Z).
+bool exited(int pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), {});
+  const auto close = stat.rfind(')');
+  return stat.empty() || (close != std::string::npos && close + 2 < stat.size() && stat[close + 2] == 'Z');
+}
+
+TEST(McpClients, KeepsTheServerRunningBetweenCallsAndRestartsItWhenItDies) {
+  McpClients clients;
+  auto first = clients.call_tool(kEverything, "echo", {{"message", "one"}}, Value(), 20s, {});
+  ASSERT_TRUE(first) << first.error().describe();
+  ASSERT_EQ(first->status, sandbox::Status::ok) << first->error;
+  EXPECT_TRUE(first->fresh_sandbox);
+  ASSERT_EQ(clients.pids().size(), 1u);
+  const int pid = clients.pids()[0];
+
+  auto second = clients.call_tool(kEverything, "echo", {{"message", "two"}}, Value(), 20s, {});
+  ASSERT_TRUE(second) << second.error().describe();
+  ASSERT_EQ(second->status, sandbox::Status::ok) << second->error;
+  EXPECT_FALSE(second->fresh_sandbox) << "the second call reuses the running server";
+  EXPECT_EQ(second->value["content"][0]["text"], "Echo: two");
+  ASSERT_EQ(clients.pids(), std::vector<int>{pid});
+
+  ::kill(-pid, SIGKILL);  // the server dies between calls (a zombie until the client reaps it)
+  for (int i = 0; i < 500 && !exited(pid); ++i) std::this_thread::sleep_for(10ms);
+  ASSERT_TRUE(exited(pid));
+  auto third = clients.call_tool(kEverything, "echo", {{"message", "three"}}, Value(), 20s, {});
+  ASSERT_TRUE(third) << third.error().describe();
+  ASSERT_EQ(third->status, sandbox::Status::ok) << third->error;
+  EXPECT_TRUE(third->fresh_sandbox) << "a dead server is restarted";
+  ASSERT_EQ(clients.pids().size(), 1u);
+  EXPECT_NE(clients.pids()[0], pid);
+}
+
+TEST(McpClients, ACancelledCallStopsItsServer) {
+  McpClients clients;
+  ASSERT_TRUE(clients.call_tool(kEverything, "echo", {{"message", "warm"}}, Value(), 20s, {}));
+  ASSERT_EQ(clients.pids().size(), 1u);
+  const int pid = clients.pids()[0];
+  sandbox::CancelToken cancel;
+  std::thread canceller([cancel] {
+    std::this_thread::sleep_for(200ms);
+    cancel.cancel();
+  });
+  auto out = clients.call_tool(kEverything, "trigger-long-running-operation", {{"duration", 30}, {"steps", 3}}, Value(),
+                               60s, cancel);
+  canceller.join();
+  ASSERT_TRUE(out) << out.error().describe();
+  EXPECT_EQ(out->status, sandbox::Status::cancelled) << out->error;
+  EXPECT_TRUE(out->destroyed.has_value());
+  EXPECT_TRUE(clients.pids().empty());
+  EXPECT_TRUE(gone(pid));
+}
+
+TEST(McpClients, DestructionStopsEveryServer) {
+  int pid = 0;
+  {
+    McpClients clients;
+    ASSERT_TRUE(clients.call_tool(kEverything, "echo", {{"message", "x"}}, Value(), 20s, {}));
+    ASSERT_EQ(clients.pids().size(), 1u);
+    pid = clients.pids()[0];
+  }
+  EXPECT_TRUE(gone(pid));
+}
+
+}  // namespace
+}  // namespace taskyon::external

@@ -1,0 +1,192 @@
+// `tycli mcp` (issue 13 items 2 and 7, DESIGN §8 H3-H6) driven by real MCP
+// clients: the official TypeScript SDK Client over StdioClientTransport
+// (tests/mcp/stdio_client.mjs) and @modelcontextprotocol/inspector-cli. The
+// script records what it saw; the assertions are here.
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "test_util.h"
+
+namespace taskyon::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using json::Value;
+
+const std::string kSource = TASKYON_SOURCE_DIR;
+
+bool have_sdk() { return fs::exists(kSource + "/node_modules/@modelcontextprotocol/sdk/package.json"); }
+
+std::string install(const TempDir& home, const std::string& name, const Value& manifest) {
+  auto file = home.write(name + ".json", manifest.dump());
+  auto r = run_tycli({"--json", "tool", "install", file}, home.path());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  auto out = Value::parse(r.out, nullptr, false);
+  if (out.is_array() && !out.empty()) out = out[0];
+  return out.is_object() && out.contains("revision") ? out["revision"].get<std::string>() : std::string();
+}
+
+Value example(const std::string& name) {
+  auto r = run_command({"cat", kSource + "/examples/tools/" + name + ".json"}, fs::temp_directory_path());
+  return Value::parse(r.out);
+}
+
+Value sandbox_log(const fs::path& home) {
+  auto r = run_tycli({"--json", "sandbox", "log", "--limit", "0"}, home);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return Value::parse(r.out, nullptr, false);
+}
+
+// The structuredContent of a recorded tools/call result.
+Value structured(const Value& result) { return result.value("structuredContent", Value()); }
+
+class McpStdio : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!have_sdk()) GTEST_SKIP() << "node_modules/@modelcontextprotocol/sdk is missing (scripts/setup.sh)";
+    fs::create_directories(home_ / "tmp");
+    install(home_, "counter", example("counter"));
+    v1_ = install(home_, "uppercase", example("uppercase"));
+    Value v2 = example("uppercase");
+    v2["code"] = "({input}) => input.toUpperCase() + '!'";
+    v2["description"] = "Converts the input text to upper case, with feeling.";
+    v2_ = install(home_, "uppercase-v2", v2);  // stays inactive: the name is bound to v1
+    install(home_, "fails", js_tool("fails", "() => { throw new RangeError('the input is out of range'); }"));
+    install(home_, "stuck", js_tool("stuck", "async () => { console.log('stuck'); await new Promise(() => {}); }"));
+    install(home_, "chatty", js_tool("chatty", "async (args, context) => { console.log('one'); "
+                                                "context.progress(1, 2, 'half'); console.warn('two'); "
+                                                "context.progress(2, 2); return {done: true}; }"));
+    ASSERT_FALSE(v1_.empty());
+    ASSERT_FALSE(v2_.empty());
+    ASSERT_NE(v1_, v2_);
+  }
+
+  TempDir home_;
+  std::string v1_, v2_;
+};
+
+TEST_F(McpStdio, SdkClientSeesToolsResultsErrorsSessionsCancellationAndListChanged) {
+  const Value config = {{"tycli", TYCLI_PATH}, {"home", home_.path().string()}, {"v1", v1_}, {"v2", v2_}};
+  auto r = run_command({"node", kSource + "/tests/mcp/stdio_client.mjs", config.dump()}, home_.path());
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const Value seen = Value::parse(r.out, nullptr, false);
+  ASSERT_TRUE(seen.is_object()) << r.out << r.err;
+  const std::string all = seen.dump(1);
+
+  // initialize: our name, tools with listChanged, logging.
+  EXPECT_EQ(seen["serverVersion"]["name"], "taskyon") << all;
+  EXPECT_EQ(seen["capabilities"]["tools"]["listChanged"], true) << all;
+  EXPECT_TRUE(seen["capabilities"].contains("logging")) << all;
+
+  // tools/list (H4): reduced signatures, inputSchema = parameters, the pinned revision in _meta, no code.
+  const Value& tools = seen["tools"];
+  ASSERT_TRUE(tools.is_array()) << all;
+  bool found_upper = false;
+  for (const auto& t : tools) {
+    EXPECT_FALSE(t.contains("code")) << t.dump();
+    EXPECT_EQ(t["inputSchema"]["type"], "object") << t.dump();
+    EXPECT_TRUE(t["_meta"]["taskyon/revision"].get<std::string>().starts_with("sha256:")) << t.dump();
+    if (t["name"] == "uppercase") {
+      found_upper = true;
+      EXPECT_EQ(t["_meta"]["taskyon/revision"], v1_);
+      EXPECT_EQ(t["inputSchema"], example("uppercase")["parameters"]);
+    }
+  }
+  EXPECT_TRUE(found_upper) << all;
+
+  // H3: session A counts 1, 2, then 3 after session B counted 1 on its own.
+  ASSERT_EQ(seen["countA"].size(), 3u) << all;
+  EXPECT_EQ(structured(seen["countA"][0])["count"], 1) << all;
+  EXPECT_EQ(structured(seen["countA"][1])["count"], 2) << all;
+  EXPECT_EQ(structured(seen["countB"][0])["count"], 1) << all;
+  EXPECT_EQ(structured(seen["countA"][2])["count"], 3) << all;
+
+  // A result: structuredContent (a non-object wrapped as {"result"}), text content, _meta (H4).
+  const Value& upper = seen["upper"];
+  EXPECT_EQ(structured(upper)["result"], "ABC") << all;
+  EXPECT_EQ(upper["content"][0]["type"], "text");
+  EXPECT_EQ(upper["content"][0]["text"], "\"ABC\"");
+  EXPECT_EQ(upper["isError"], false);
+  EXPECT_EQ(upper["_meta"]["taskyon/revision"], v1_);
+  const std::string task = upper["_meta"]["taskyon/task"].get<std::string>();
+  EXPECT_TRUE(task.starts_with("sha256:")) << all;
+  auto shown = run_tycli({"--json", "task", "show", task}, home_.path());
+  EXPECT_EQ(shown.exit_code, 0) << "the call is stored under the task id the result names: " << shown.err;
+
+  // Tool errors and invalid arguments are isError results a model can read.
+  EXPECT_EQ(seen["toolError"]["isError"], true) << all;
+  EXPECT_NE(seen["toolError"]["content"][0]["text"].get<std::string>().find("out of range"), std::string::npos) << all;
+  EXPECT_EQ(seen["toolError"]["_meta"]["taskyon/status"], "tool_error") << all;
+  EXPECT_EQ(seen["invalidArgs"]["isError"], true) << all;
+  EXPECT_NE(seen["invalidArgs"]["content"][0]["text"].get<std::string>().find("Invalid arguments"), std::string::npos)
+      << all;
+  EXPECT_EQ(seen["unknownTool"]["thrown"]["code"], -32602) << all;
+
+  // Progress and logs arrive while the call runs, before its result.
+  EXPECT_EQ(structured(seen["chatty"])["done"], true) << all;
+  ASSERT_EQ(seen["progress"].size(), 2u) << all;
+  EXPECT_EQ(seen["progress"][0]["progress"], 1);
+  EXPECT_EQ(seen["progress"][0]["total"], 2);
+  EXPECT_EQ(seen["progress"][0]["message"], "half");
+  ASSERT_EQ(seen["chattyLogs"].size(), 2u) << all;
+  EXPECT_EQ(seen["chattyLogs"][0]["level"], "info");
+  EXPECT_EQ(seen["chattyLogs"][1]["level"], "warning");
+  std::vector<std::string> order;
+  for (const auto& e : seen["events"]) order.push_back(e["what"].get<std::string>());
+  auto at = [&](const std::string& what) { return std::find(order.begin(), order.end(), what) - order.begin(); };
+  EXPECT_LT(at("log:one"), at("result:chatty")) << all;
+  EXPECT_LT(at("progress:2"), at("result:chatty")) << all;
+
+  // H5: the cancelled call's sandbox was destroyed ("cancelled") and the call stored as Cancelled.
+  EXPECT_TRUE(seen["stuck"].contains("thrown")) << all;  // the SDK rejects an aborted request
+  const Value log = sandbox_log(home_.path());
+  int cancelled = 0;
+  for (const auto& d : log) cancelled += d["reason"] == "cancelled" && d["tool"] == "stuck" ? 1 : 0;
+  EXPECT_EQ(cancelled, 1) << log.dump(1);
+  auto q = run_command({"sqlite3", (home_ / "taskyon.db").string(),
+                        "SELECT count(*) FROM tasks WHERE state = 'Cancelled' AND kind = 'functionCall'"},
+                       home_.path());
+  ASSERT_EQ(q.exit_code, 0) << q.err;
+  EXPECT_EQ(std::stoi(q.out), 1) << "the cancelled call is stored as Cancelled";
+
+  // H6: list_changed arrived, the next tools/list names v2, a call by name runs v2, one pinned to v1 runs v1.
+  EXPECT_EQ(seen["listChanged"], true) << all;
+  for (const auto& t : seen["toolsAfter"]) {
+    if (t["name"] == "uppercase") {
+      EXPECT_EQ(t["_meta"]["taskyon/revision"], v2_);
+    }
+  }
+  EXPECT_EQ(structured(seen["upperV2"])["result"], "ABC!") << all;
+  EXPECT_EQ(structured(seen["upperV1Pinned"])["result"], "ABC") << all;
+  auto rerun = run_tycli({"--json", "call", "--task", task}, home_.path());
+  ASSERT_EQ(rerun.exit_code, 0) << rerun.err;
+  EXPECT_EQ(Value::parse(rerun.out)["result"], "ABC") << "a stored call still runs v1 after v2 was activated";
+
+  // Sessions end with the connection: their sandboxes are in the log as session_closed or shutdown.
+  int ended = 0;
+  for (const auto& d : log) ended += d["reason"] == "session_closed" ? 1 : 0;
+  EXPECT_GE(ended, 1) << log.dump(1);
+}
+
+TEST_F(McpStdio, InspectorCliListsTheTools) {
+  const std::string inspector = kSource + "/node_modules/.bin/mcp-inspector-cli";
+  if (!fs::exists(inspector)) GTEST_SKIP() << "mcp-inspector-cli is missing";
+  auto r = run_command({inspector, "--cli", "-e", "TASKYON_HOME=" + home_.path().string(), TYCLI_PATH, "mcp",
+                        "--method", "tools/list"},
+                       home_.path());
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const Value out = Value::parse(r.out, nullptr, false);
+  ASSERT_TRUE(out.is_object()) << r.out;
+  std::vector<std::string> names;
+  for (const auto& t : out["tools"]) names.push_back(t["name"].get<std::string>());
+  EXPECT_EQ(names, (std::vector<std::string>{"chatty", "counter", "fails", "stuck", "uppercase"})) << r.out;
+}
+
+}  // namespace
+}  // namespace taskyon::testing
