@@ -247,6 +247,48 @@ TEST_F(Serve, TheJsonApiAnswersWithTheCliJsonShapes) {
   EXPECT_EQ(native->status, 403) << native->body;
 }
 
+TEST_F(Serve, McpStreamableHttpWithTheSdkClientAndTheBearerToken) {
+  const std::string source = TASKYON_SOURCE_DIR;
+  if (!std::filesystem::exists(source + "/node_modules/@modelcontextprotocol/sdk/package.json"))
+    GTEST_SKIP() << "node_modules/@modelcontextprotocol/sdk is missing (scripts/setup.sh)";
+  ASSERT_EQ(tycli({"tool", "install", home.write("upper.json", upper.dump())}).exit_code, 0);
+  ASSERT_EQ(tycli({"tool", "install", source + "/examples/tools/counter.json"}).exit_code, 0);
+  Served s(home);
+  ASSERT_TRUE(s.up()) << s.log();
+  const Value config = {{"url", "http://127.0.0.1:" + std::to_string(s.port()) + "/mcp"}, {"token", s.token()}};
+  auto r = testing::run_command({"node", source + "/tests/mcp/http_client.mjs", config.dump()}, home.path());
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err << s.log();
+  auto parsed = json::parse(r.out);
+  ASSERT_TRUE(parsed) << r.out << r.err;
+  const Value& seen = *parsed;
+  const std::string all = seen.dump(1);
+  EXPECT_THAT(seen["wrongToken"].get<std::string>(), HasSubstr("unauthorized")) << all;  // H1 for /mcp too
+  EXPECT_EQ(seen["sessionId"].get<std::string>().size(), 32u) << all;
+  EXPECT_EQ(seen["serverVersion"]["name"], "taskyon") << all;
+  ASSERT_EQ(seen["tools"].size(), 2u) << all;
+  EXPECT_EQ(seen["upper"]["structuredContent"]["result"], "ABC") << all;
+  EXPECT_EQ(seen["upper"].value("isError", false), false) << all;
+  EXPECT_EQ(seen["invalid"]["isError"], true) << all;
+  // The call is stored as `tycli call` stores it: its task is in the store, pinned.
+  const std::string task = seen["upper"]["_meta"]["taskyon/task"];
+  EXPECT_EQ(cli_json({"task", "show", task})["toolRevision"], seen["upper"]["_meta"]["taskyon/revision"]) << all;
+  // H3: each MCP session has its own retained sandbox.
+  std::vector<Value> a, b;
+  for (const auto& c : seen["countA"]) a.push_back(c["structuredContent"]);
+  for (const auto& c : seen["countB"]) b.push_back(c["structuredContent"]);
+  ASSERT_EQ(a.size(), 3u) << all;
+  EXPECT_NE(a[0], a[1]) << all;
+  EXPECT_EQ(b[0], a[0]) << all;  // session b starts afresh
+  // Transport rules: GET is 405; a request without a session, or with an ended one, is refused.
+  auto get = s.get("/mcp");
+  EXPECT_EQ(get->status, 405);
+  const Value list = {{"jsonrpc", "2.0"}, {"id", 1}, {"method", "tools/list"}};
+  EXPECT_EQ(s.post("/mcp", list)->status, 400);
+  EXPECT_EQ(s.post("/mcp", list.dump(), s.auth({{"Mcp-Session-Id", seen["sessionId"].get<std::string>()}}))->status, 404);
+  EXPECT_EQ(s.post("/mcp", list.dump(), s.auth({{"Mcp-Session-Id", "x"}, {"MCP-Protocol-Version", "1999-01-01"}}))->status,
+            400);
+}
+
 class ServeEgress : public Serve {
  protected:
   void SetUp() override {

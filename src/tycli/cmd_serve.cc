@@ -1,6 +1,7 @@
 // tycli serve [--port N] [--token-file PATH] [--print-token]: the long-lived
 // host over HTTP on 127.0.0.1 (DESIGN §8; docs/serve.md). The transport and
 // its H1/H2 rules are taskyon/http/server.h, the /v1 API taskyon/http/api.h.
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -9,7 +10,9 @@
 
 #include "cli.h"
 #include "signals.h"
+#include "taskyon/host/host.h"
 #include "taskyon/http/api.h"
+#include "taskyon/http/mcp_http.h"
 #include "taskyon/http/server.h"
 #include "taskyon/sandbox/runtime.h"
 
@@ -44,14 +47,19 @@ int serve(Globals& g, const ServeArgs& a) {
   capabilities->ask = {};  // a server has no terminal to ask at
   auto db = store_path(g);
   if (!db) return report(g, db.error());
-  auto st = open_store(g);
-  if (!st) return report(g, st.error());
 
-  taskyon::sandbox::RuntimeConfig runtime;
-  if (auto selected = taskyon::sandbox::select_runtime(runtime, a.js_runtime, taskyon::sandbox::config_file_path());
+  taskyon::host::Options core;
+  core.db_path = *db;
+  core.capabilities = *capabilities;
+  core.default_timeout = std::chrono::milliseconds(a.timeout_ms);
+  core.max_timeout = std::max(core.max_timeout, core.default_timeout);
+  if (auto selected = taskyon::sandbox::select_runtime(core.runtime, a.js_runtime, taskyon::sandbox::config_file_path());
       !selected)
     return report(g, selected.error());
-  if (auto budget = apply_memory_budget(runtime, a.memory_budget_mib); !budget) return report(g, budget.error());
+  if (auto budget = apply_memory_budget(core.runtime, a.memory_budget_mib); !budget) return report(g, budget.error());
+  const auto max_wait = core.max_timeout + std::chrono::seconds(30);
+  auto host = taskyon::host::Host::open(std::move(core));
+  if (!host) return report(g, host.error());
 
   // H1: a fresh token per run, in a 0600 file; the token itself is printed only when asked.
   auto token = taskyon::http::new_token();
@@ -65,18 +73,18 @@ int serve(Globals& g, const ServeArgs& a) {
   options.port = a.port;
   options.token = *token;
   options.max_body_bytes = static_cast<std::size_t>(a.max_body_bytes);
-  options.threads = static_cast<std::size_t>(a.max_concurrent_calls) + 4;  // room to answer 429 and reads
+  // Room for the /v1 calls, the MCP sessions' waiting POSTs, and quick answers (429, reads).
+  options.threads = static_cast<std::size_t>(a.max_concurrent_calls) + 12;
   auto server = taskyon::http::Server::bind(options);
   if (!server) return report(g, server.error());
 
-  LoggedPool hosted(*st, runtime);
   taskyon::http::ApiOptions api;
   api.db_path = *db;
   api.capabilities = *capabilities;
-  api.default_timeout = std::chrono::milliseconds(a.timeout_ms);
   api.max_concurrent_calls = static_cast<std::size_t>(a.max_concurrent_calls);
-  api.after_call = [&hosted] { hosted.flush(); };
-  taskyon::http::mount_api(**server, *st, hosted.pool(), api);
+  taskyon::http::mount_api(**server, **host, api);
+  taskyon::http::McpEndpoint mcp(**host, max_wait);
+  mcp.mount(**server);
 
   // The first stdout line says where the server is (scripts wait for it).
   if (g.json) {
@@ -90,17 +98,17 @@ int serve(Globals& g, const ServeArgs& a) {
   std::cout.flush();
 
   taskyon::http::Server* running = server->get();
+  taskyon::host::Host* core_host = host->get();
   Interruption interruption([&](int) {
     running->stop();
-    hosted.pool().interrupt("interrupted");
+    mcp.close_all();                       // H5: the sessions' running calls cancelled
+    core_host->shutdown("interrupted");   // every sandbox destroyed and written to the sandbox log
   });
-  running->run();
-  // run() returned: no handler is running any more; the pool's sandboxes go with `hosted`.
+  running->run();  // returns once every handler has ended
+  mcp.close_all();
+  (*host)->shutdown(interruption.signal() ? "interrupted" : "shutdown");
   std::filesystem::remove(token_file, ec);  // a stale token is useless: nobody answers it
-  if (int signal = interruption.signal()) {
-    std::cerr << fmt::format("tycli: serve stopped by {}\n", Interruption::name(signal));
-    return kExitOk;
-  }
+  if (int signal = interruption.signal()) std::cerr << fmt::format("tycli serve: stopped by {}\n", Interruption::name(signal));
   return kExitOk;
 }
 
@@ -108,8 +116,8 @@ int serve(Globals& g, const ServeArgs& a) {
 
 void add_serve_command(CLI::App& app, Globals& g) {
   auto a = std::make_shared<ServeArgs>();
-  auto* c = app.add_subcommand("serve", "the long-lived host over HTTP on 127.0.0.1: the /v1 JSON API and the egress "
-                                        "proxy (docs/serve.md)");
+  auto* c = app.add_subcommand("serve", "the long-lived host over HTTP on 127.0.0.1: MCP at /mcp, the /v1 JSON API and "
+                                        "the egress proxy (docs/serve.md)");
   c->add_option("--port", a->port, "TCP port on 127.0.0.1 (default 0: pick a free one and print it)");
   c->add_option("--token-file", a->token_file,
                 "where the bearer token is written, mode 0600 (default: serve.token beside the store)");

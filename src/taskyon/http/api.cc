@@ -2,17 +2,13 @@
 
 #include <atomic>
 #include <charconv>
-#include <mutex>
 
 #include <fmt/format.h>
 
 #include "taskyon/host/views.h"
 #include "taskyon/http/egress.h"
-#include "taskyon/invoke/invoke.h"
-#include "taskyon/native/python.h"
 #include "taskyon/registry/manifest.h"
 #include "taskyon/store/audit.h"
-#include "taskyon/tasks/compiler.h"
 
 namespace taskyon::http {
 
@@ -40,14 +36,14 @@ Result<Value> parse_body(const Request& r) {
   return json::parse(r.body);
 }
 
-// Everything the routes share. The store is one SQLite connection: used under `mu`.
+// Everything the routes share.
 struct Api {
-  store::Store& store;
-  sandbox::Pool& pool;
+  host::Host& core;
   ApiOptions options;
-  std::mutex mu;
+  host::SessionId session;  // every /v1/call runs in this host session
   std::atomic<std::size_t> running{0};  // calls and proxy fetches being served
-  native::Session natives{native::python::session_settings(false, "")};  // nothing approved (P2)
+
+  Api(host::Host& h, ApiOptions o) : core(h), options(std::move(o)), session(h.open_session("v1")) {}
 
   // Admits one more call or proxied fetch, or says 429.
   struct Slot {
@@ -71,19 +67,21 @@ struct Api {
   }
 
   Response tools() {
-    std::lock_guard lock(mu);
-    auto t = store.tools();
-    if (!t) return error(t.error());
-    return Response::json(200, host::tool_list_json(*t));
+    return core.with_store([&](store::Store& store) {
+      auto t = store.tools();
+      if (!t) return error(t.error());
+      return Response::json(200, host::tool_list_json(*t));
+    });
   }
 
   Response tool(const std::string& ref) {
-    std::lock_guard lock(mu);
-    auto rev = store.resolve(ref);
-    if (!rev) return error(rev.error());
-    auto active = store.active(rev->name);
-    if (!active) return error(active.error());
-    return Response::json(200, host::tool_show_json(*rev, *active && (*active)->revision == rev->id));
+    return core.with_store([&](store::Store& store) {
+      auto rev = store.resolve(ref);
+      if (!rev) return error(rev.error());
+      auto active = store.active(rev->name);
+      if (!active) return error(active.error());
+      return Response::json(200, host::tool_show_json(*rev, *active && (*active)->revision == rev->id));
+    });
   }
 
   Response install(const Request& r) {
@@ -100,9 +98,9 @@ struct Api {
                                                    "/"}));
     const auto activate = r.query_value("activate").value_or("") == "1" ? store::Activate::always
                                                                         : store::Activate::if_unbound;
-    std::lock_guard lock(mu);
-    auto installed = store.install(*manifest, activate);
+    auto installed = core.with_store([&](store::Store& store) { return store.install(*manifest, activate); });
     if (!installed) return error(installed.error());
+    core.check_activations();  // H6: an install that bound a name reaches MCP clients' list_changed
     return Response::json(installed->created ? 201 : 200, host::install_json(*installed));
   }
 
@@ -114,40 +112,32 @@ struct Api {
     for (const auto& [key, _] : body->items())
       if (key != "tool" && key != "args" && key != "timeoutMs")
         return error({Errc::bad_usage, fmt::format("unknown member \"{}\" (tool, args, timeoutMs)", key), "/" + key});
-    auto timeout = options.default_timeout;
+    host::CallRequest request;
+    request.tool = (*body)["tool"].get<std::string>();
+    if (body->contains("args")) request.arguments = (*body)["args"];
     if (body->contains("timeoutMs")) {
       const auto& t = (*body)["timeoutMs"];
-      if (!t.is_number_integer() || t.get<long long>() <= 0 || t.get<long long>() > options.max_timeout.count())
-        return error({Errc::bad_usage,
-                      fmt::format("timeoutMs must be an integer of 1..{} milliseconds", options.max_timeout.count()),
-                      "/timeoutMs"});
-      timeout = std::chrono::milliseconds(t.get<long long>());
+      if (!t.is_number_integer() || t.get<long long>() <= 0)
+        return error({Errc::bad_usage, "timeoutMs must be a positive integer of milliseconds", "/timeoutMs"});
+      request.timeout = std::chrono::milliseconds(t.get<long long>());  // the host refuses one above its maximum
     }
-    Value args = body->contains("args") ? (*body)["args"] : Value::object();
     Slot slot;
     if (!take(slot)) return busy();
-    std::lock_guard lock(mu);  // one call at a time on the store's connection (and S2 in the pool)
-    auto compiled = tasks::compile(tasks::function_call((*body)["tool"].get<std::string>(), std::move(args)),
-                                   {{}, store.resolver()});
-    if (!compiled) return error(compiled.error());
-    invoke::Options run{timeout, sandbox::Mode::retained};
-    run.capabilities = options.capabilities;
-    run.capabilities.ask = {};  // nobody at a terminal: a missing grant is denied
-    run.natives = &natives;
-    auto inv = invoke::run_call(store, pool, compiled->task, run);
-    if (options.after_call) options.after_call();
+    // The host compiles, pins, runs and stores it as `tycli call` does (same task ids).
+    auto inv = core.call(session, request);
     if (!inv) return error(inv.error());
     return Response::json(200, host::invocation_json(*inv));
   }
 
   Response task(const std::string& ref, bool tree) {
-    std::lock_guard lock(mu);
-    auto t = store.task(ref);
-    if (!t) return error(t.error());
-    if (!tree) return Response::json(200, tasks::task_json(*t));
-    auto node = host::tree_json(store, *t);
-    if (!node) return error(node.error());
-    return Response::json(200, Value::array({std::move(*node)}));
+    return core.with_store([&](store::Store& store) {
+      auto t = store.task(ref);
+      if (!t) return error(t.error());
+      if (!tree) return Response::json(200, tasks::task_json(*t));
+      auto node = host::tree_json(store, *t);
+      if (!node) return error(node.error());
+      return Response::json(200, Value::array({std::move(*node)}));
+    });
   }
 
   Response audit(const Request& r) {
@@ -164,21 +154,22 @@ struct Api {
       if (!parsed) return error(parsed.error());
       q.since = *parsed;
     }
-    std::lock_guard lock(mu);
-    if (auto rev = r.query_value("revision")) {
-      if (json::is_content_id(*rev)) {
-        q.revision = *rev;
-      } else {
-        auto resolved = store.resolve(*rev);
-        if (!resolved) return error(resolved.error());
-        q.revision = resolved->id;
+    return core.with_store([&](store::Store& store) {
+      if (auto rev = r.query_value("revision")) {
+        if (json::is_content_id(*rev)) {
+          q.revision = *rev;
+        } else {
+          auto resolved = store.resolve(*rev);
+          if (!resolved) return error(resolved.error());
+          q.revision = resolved->id;
+        }
       }
-    }
-    auto rows = store::query_audit(store, q);
-    if (!rows) return error(rows.error());
-    Value out = Value::array();
-    for (const auto& e : *rows) out.push_back(host::audit_row_json(e));
-    return Response::json(200, out);
+      auto rows = store::query_audit(store, q);
+      if (!rows) return error(rows.error());
+      Value out = Value::array();
+      for (const auto& e : *rows) out.push_back(host::audit_row_json(e));
+      return Response::json(200, out);
+    });
   }
 
   Response fetch(const Request& r) {
@@ -190,8 +181,8 @@ struct Api {
 
 }  // namespace
 
-void mount_api(Server& server, store::Store& store, sandbox::Pool& pool, ApiOptions options) {
-  auto api = std::make_shared<Api>(store, pool, std::move(options));
+void mount_api(Server& server, host::Host& host, ApiOptions options) {
+  auto api = std::make_shared<Api>(host, std::move(options));
   server.handle("GET", "/v1/tools", [api](const Request&) { return api->tools(); });
   server.handle("GET", "/v1/tools/([^/]+)", [api](const Request& r) { return api->tool(r.params.at(0)); });
   server.handle("POST", "/v1/tools", [api](const Request& r) { return api->install(r); });

@@ -20,25 +20,22 @@
 #include <memory>
 #include <string>
 
+#include "taskyon/host/host.h"
 #include "taskyon/http/server.h"
 #include "taskyon/invoke/capabilities.h"
-#include "taskyon/sandbox/pool.h"
-#include "taskyon/store/store.h"
 
 namespace taskyon::http {
 
 struct ApiOptions {
   std::string db_path;                       // the store; the egress proxy opens its own connections to it
-  invoke::CapabilityOptions capabilities;    // how a call's (and the proxy's) fetches are decided
-  std::chrono::milliseconds default_timeout{10000};  // a call without timeoutMs
-  std::chrono::milliseconds max_timeout{300000};     // timeoutMs above it is bad input
-  std::size_t max_concurrent_calls = 4;      // calls and proxy fetches at once; more get 429
-  std::function<void()> after_call;          // run after each call (the sandbox log flush); may be empty
+  invoke::CapabilityOptions capabilities;    // how the proxy's fetches are decided (a call's: the host's)
+  std::size_t max_concurrent_calls = 4;      // /v1 calls and proxy fetches at once; more get 429
 };
 
-// Routes /v1/… on `server`. `store` and `pool` must outlive the server's
-// run(); the store is used under one lock (one SQLite connection).
-void mount_api(Server& server, store::Store& store, sandbox::Pool& pool, ApiOptions options);
+// Routes /v1/… on `server`. Calls go through the host core (host/host.h) in
+// one host session of the JSON API ("v1"); reads and installs use the host's
+// store connection (Host::with_store). `host` must outlive the server's run().
+void mount_api(Server& server, host::Host& host, ApiOptions options);
 
 // The HTTP status for a taskyon error code.
 int status_for(Errc code);
