@@ -61,7 +61,13 @@ class McpStdio : public ::testing::Test {
     install(home_, "stuck", js_tool("stuck", "async () => { console.log('stuck'); await new Promise(() => {}); }"));
     install(home_, "chatty", js_tool("chatty", "async (args, context) => { console.log('one'); "
                                                 "context.progress(1, 2, 'half'); console.warn('two'); "
-                                                "context.progress(2, 2); return {done: true}; }"));
+                                                "context.progress(2, 2); "
+                                                // The TS SDK client runs notification handlers in a microtask
+                                                // but responses at once: progress read in the same chunk as
+                                                // the result finds its handler gone. A real tool works on
+                                                // after reporting; so does this one.
+                                                "await new Promise((r) => setTimeout(r, 100)); "
+                                                "return {done: true}; }"));
     ASSERT_FALSE(v1_.empty());
     ASSERT_FALSE(v2_.empty());
     ASSERT_NE(v1_, v2_);
@@ -177,8 +183,11 @@ TEST_F(McpStdio, SdkClientSeesToolsResultsErrorsSessionsCancellationAndListChang
 TEST_F(McpStdio, InspectorCliListsTheTools) {
   const std::string inspector = kSource + "/node_modules/.bin/mcp-inspector-cli";
   if (!fs::exists(inspector)) GTEST_SKIP() << "mcp-inspector-cli is missing";
-  auto r = run_command({inspector, "--cli", "-e", "TASKYON_HOME=" + home_.path().string(), TYCLI_PATH, "mcp",
-                        "--method", "tools/list"},
+  // The inspector reads its own package.json relative to the working directory: run it from its build/.
+  const std::string build = kSource + "/node_modules/@modelcontextprotocol/inspector-cli/build";
+  auto r = run_command({"sh", "-c", "cd \"$1\" && shift && exec \"$@\"", "sh", build, inspector, "--cli", "-e",
+                        "TASKYON_HOME=" + home_.path().string(), "-e", "TMPDIR=" + (home_ / "tmp").string(),
+                        TYCLI_PATH, "mcp", "--method", "tools/list"},
                        home_.path());
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   const Value out = Value::parse(r.out, nullptr, false);

@@ -5,8 +5,12 @@
 // SIGTERM or SIGHUP end it cleanly: running calls are cancelled and stored as
 // Cancelled, every sandbox destroyed and written to the sandbox log.
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <iostream>
 #include <memory>
@@ -34,15 +38,32 @@ struct McpArgs {
   long long poll_ms = 500;
 };
 
-// Writes all of `bytes` to fd 1; false when stdout is gone.
+// Writes all of `bytes` to fd 1; false when stdout is gone. SIGPIPE is
+// blocked on this thread around the write (and a pending one consumed), so a
+// client that went away ends the loop cleanly instead of killing tycli; the
+// disposition itself is left alone (children inherit it).
 bool write_all(std::string_view bytes) {
+  sigset_t pipe_set, old;
+  sigemptyset(&pipe_set);
+  sigaddset(&pipe_set, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+  bool ok = true;
   while (!bytes.empty()) {
     const ssize_t n = ::write(STDOUT_FILENO, bytes.data(), bytes.size());
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
+    if (n <= 0) {
+      ok = false;
+      break;
+    }
     bytes.remove_prefix(static_cast<std::size_t>(n));
   }
-  return true;
+  if (!ok && !sigismember(&old, SIGPIPE)) {
+    const timespec zero{0, 0};
+    while (sigtimedwait(&pipe_set, nullptr, &zero) == SIGPIPE) {
+    }
+  }
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  return ok;
 }
 
 int serve_stdio(Globals& g, const McpArgs& a) {
@@ -73,7 +94,7 @@ int serve_stdio(Globals& g, const McpArgs& a) {
     (void)!::write(wake[1], &byte, 1);
   });
 
-  bool stdout_gone = false;
+  std::atomic<bool> stdout_gone{false};  // written under the Connection's sink lock, read by this loop
   {
     taskyon::mcp::Connection connection(
         **host,

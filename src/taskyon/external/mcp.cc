@@ -50,6 +50,11 @@ class Session {
       stop();
       return false;
     }
+    pollfd p{out_, POLLIN, 0};  // its stdout closed (it is exiting): as good as dead
+    if (::poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLERR)) && !(p.revents & POLLIN)) {
+      stop();
+      return false;
+    }
     return true;
   }
   void clear_stderr() { stderr_.clear(); }

@@ -114,15 +114,25 @@ struct Host::Impl {
     return out;
   }
 
+  // Compares with the activations seen last; on a change, S3 (the pool's
+  // sandboxes of a superseded revision are destroyed, also when another
+  // process activated it) and H6 (watchers notified).
   bool compare(const Activations& now) {
     bool changed = false;
+    Activations before;
     {
       std::lock_guard lock(seen_mu);
       changed = seen.has_value() && *seen != now;
+      if (seen) before = *seen;
       seen = now;
     }
-    if (changed) notify();
-    return changed;
+    if (!changed) return false;
+    for (const auto& [name, revision] : now)
+      if (std::find(before.begin(), before.end(), std::make_pair(name, revision)) == before.end())
+        pool->retire_superseded(name, revision);
+    flush();
+    notify();
+    return true;
   }
 
   void notify() {
