@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "taskyon/base/escape.h"
+#include "taskyon/host/views.h"
 
 namespace tycli {
 
@@ -30,9 +31,7 @@ int exit_code_for(const taskyon::Error& error) {
 
 int report(const Globals& g, const taskyon::Error& error) {
   if (g.json) {
-    taskyon::json::Value e = {{"code", taskyon::code_name(error.code)}, {"message", error.message}};
-    if (!error.where.empty()) e["where"] = error.where;
-    print_json({{"error", e}});
+    print_json(taskyon::host::error_json(error));
   } else {
     // Messages may quote tool text (a tool's error, a name it chose): escaped.
     std::cerr << fmt::format("tycli: error: {} [{}]\n", taskyon::escape_terminal(error.describe()),

@@ -143,6 +143,8 @@ std::string os_user_name();
 void add_diagnostics_commands(CLI::App& app, Globals& g);
 // `tycli mcp`: the long-lived host as an MCP server on stdio (cmd_mcp.cc, docs/mcp.md).
 void add_mcp_command(CLI::App& app, Globals& g);
+// `tycli serve` (cmd_serve.cc): the HTTP host, docs/serve.md.
+void add_serve_command(CLI::App& app, Globals& g);
 
 }  // namespace tycli
 

@@ -8,6 +8,7 @@
 
 #include "cli.h"
 #include "taskyon/base/escape.h"
+#include "taskyon/host/views.h"
 #include "taskyon/store/audit.h"
 #include "taskyon/store/sandbox_log.h"
 
@@ -63,18 +64,7 @@ int audit(Globals& g, const AuditArgs& a) {
   if (!rows) return report(g, rows.error());
   if (g.json) {
     Value out = Value::array();
-    for (const auto& e : *rows) {
-      Value row = {{"seq", e.seq},
-                   {"at", e.at},
-                   {"revision", e.revision},
-                   {"capability", e.capability},
-                   {"target", e.target},
-                   {"access", e.access.empty() ? Value() : Value(e.access)},
-                   {"verdict", taskyon::capability::verdict_name(e.verdict)},
-                   {"reason", e.reason},
-                   {"task", e.task ? Value(*e.task) : Value()}};
-      out.push_back(std::move(row));
-    }
+    for (const auto& e : *rows) out.push_back(taskyon::host::audit_row_json(e));
     print_json(out);
     return kExitOk;
   }

@@ -9,6 +9,7 @@
 #include "cli.h"
 #include "signals.h"
 #include "taskyon/base/escape.h"
+#include "taskyon/host/views.h"
 #include "taskyon/invoke/invoke.h"
 #include "taskyon/native/python.h"
 #include "taskyon/sandbox/runtime.h"
@@ -33,25 +34,6 @@ struct CallArgs {
   std::string js_runtime;               // --js-runtime node|deno; empty: config file, else node
   long long memory_budget_mib = -1;     // --memory-budget; -1: config file, else the default
 };
-
-Value invocation_json(const taskyon::invoke::Invocation& inv) {
-  const auto& o = inv.outcome;
-  Value logs = inv.result.content["toolResult"]["logs"];
-  Value out = {{"task", inv.call.id},
-               {"resultTask", inv.result.id},
-               {"tool", {{"name", inv.tool.manifest.name}, {"revision", inv.tool.revision}}},
-               {"settingsRevision", inv.call.settings_revision.value_or("")},
-               {"status", sandbox::status_name(o.status)},
-               {"logs", logs},
-               {"sandbox", {{"fresh", o.fresh_sandbox}, {"destroyed", o.destroyed ? Value(*o.destroyed) : Value()}}},
-               {"durationMs", o.duration.count()},
-               {"plantedBy", inv.call.created_by ? taskyon::tasks::provenance_json(*inv.call.created_by) : Value()}};
-  if (inv.ok())
-    out["result"] = o.value;
-  else
-    out["error"] = {{"code", sandbox::status_name(o.status)}, {"message", o.error}};
-  return out;
-}
 
 void print_human(const taskyon::invoke::Invocation& inv, bool verbose) {
   const auto& o = inv.outcome;
@@ -137,7 +119,7 @@ int call(Globals& g, const CallArgs& a) {
     auto inv = taskyon::invoke::run_call(*st, pool, c, options);
     if (!inv) return report(g, inv.error());
     if (g.json)
-      print_json(invocation_json(*inv));
+      print_json(taskyon::host::invocation_json(*inv));
     else
       print_human(*inv, a.verbose);
     if (!inv->ok()) exit = kExitToolFailed;

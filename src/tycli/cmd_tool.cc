@@ -14,6 +14,7 @@
 
 #include "cli.h"
 #include "taskyon/base/escape.h"
+#include "taskyon/host/views.h"
 #include "taskyon/registry/manifest.h"
 
 namespace tycli {
@@ -50,11 +51,6 @@ std::optional<store::Trust> trust_for(bool trusted, const registry::Manifest& m)
   return store::Trust{current_user(), what};
 }
 
-Value install_json(const store::InstallResult& r) {
-  return {{"name", r.name}, {"revision", r.id}, {"created", r.created}, {"activated", r.activated},
-          {"active", r.active ? Value(*r.active) : Value()}};
-}
-
 void print_installed(const store::InstallResult& r) {
   std::cout << r.name << " " << r.id << "\n";
   if (r.active && *r.active != r.id)
@@ -71,7 +67,7 @@ int install_all(Globals& g, const std::vector<registry::Manifest>& manifests, bo
     auto r = st->install(m, activate ? store::Activate::always : store::Activate::if_unbound, trust_for(trusted, m));
     if (!r) return report(g, r.error());
     if (g.json)
-      out.push_back(install_json(*r));
+      out.push_back(taskyon::host::install_json(*r));
     else
       print_installed(*r);
   }
@@ -104,11 +100,7 @@ int list(Globals& g) {
   auto tools = st->tools();
   if (!tools) return report(g, tools.error());
   if (g.json) {
-    Value out = Value::array();
-    for (const auto& t : *tools)
-      out.push_back({{"name", t.name}, {"active", t.active_revision.empty() ? Value() : Value(t.active_revision)},
-                     {"revisions", t.revisions}});
-    print_json(out);
+    print_json(taskyon::host::tool_list_json(*tools));
     return kExitOk;
   }
   if (tools->empty()) {
@@ -131,11 +123,7 @@ int show(Globals& g, const std::string& ref) {
   if (!active) return report(g, active.error());
   const bool is_active = *active && (*active)->revision == rev->id;
   if (g.json) {
-    Value out = {{"revision", rev->id}, {"name", rev->name}, {"createdAt", rev->created_at}, {"active", is_active},
-                 {"definition", rev->manifest.definition}};
-    if (rev->trust)
-      out["trust"] = {{"by", rev->trust->by}, {"at", rev->trust->at}, {"reason", rev->trust->reason}};
-    print_json(out);
+    print_json(taskyon::host::tool_show_json(*rev, is_active));
   } else {
     std::cout << taskyon::escape_json_dump(rev->definition) << "\n";  // JCS leaves C1 and bidi characters raw
   }

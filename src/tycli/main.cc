@@ -43,6 +43,7 @@ int main(int argc, char** argv) {
   tycli::add_popup_commands(app, g);
   tycli::add_diagnostics_commands(app, g);
   tycli::add_mcp_command(app, g);
+  tycli::add_serve_command(app, g);
 
   try {
     app.parse(argc, argv);

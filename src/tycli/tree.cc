@@ -6,6 +6,7 @@
 
 #include "cli.h"
 #include "taskyon/base/escape.h"
+#include "taskyon/host/views.h"
 
 namespace tycli {
 namespace {
@@ -81,16 +82,7 @@ taskyon::Result<void> print_tree(taskyon::store::Store& store, const tasks::Task
 }
 
 taskyon::Result<Value> tree_json(taskyon::store::Store& store, const tasks::Task& root) {
-  Value node = tasks::task_json(root);
-  node["children"] = Value::array();
-  auto children = store.children(root.id);
-  if (!children) return std::unexpected(children.error());
-  for (const auto& c : *children) {
-    auto sub = tree_json(store, c);
-    if (!sub) return sub;
-    node["children"].push_back(std::move(*sub));
-  }
-  return node;
+  return taskyon::host::tree_json(store, root);
 }
 
 }  // namespace tycli

@@ -22,7 +22,7 @@ std::string provenance_text(const taskyon::tasks::Task& task);
 taskyon::Result<void> print_tree(taskyon::store::Store& store, const taskyon::tasks::Task& root,
                                  const std::function<std::string(const taskyon::tasks::Task&)>& mark);
 
-// The tree under `root` as nested JSON: tasks::task_json plus "children".
+// The tree under `root` as nested JSON: host::tree_json (taskyon/host/views.h).
 taskyon::Result<taskyon::json::Value> tree_json(taskyon::store::Store& store, const taskyon::tasks::Task& root);
 
 }  // namespace tycli

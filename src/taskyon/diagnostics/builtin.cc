@@ -81,11 +81,11 @@ std::string_view contract_text(std::string_view id) {
   return {};
 }
 
-// Contracts whose parts are still being built: tycli serve's HTTP rules (§8,
-// issue 13) and the browser host (§9, issue 14). Remove an id here when its
+// Contracts whose parts are still being built: the browser host (§9,
+// issue 14). Remove an id here when its
 // first check lands.
 const std::vector<std::string_view>& not_yet_covered() {
-  static const std::vector<std::string_view> ids = {"H1", "H2", "B1", "B2", "B3", "B4", "B5", "B6", "B7", "B8"};
+  static const std::vector<std::string_view> ids = {"B1", "B2", "B3", "B4", "B5", "B6", "B7", "B8"};
   return ids;
 }
 
@@ -99,6 +99,7 @@ const Registry& builtin() {
     add_policy_checks(r);
     add_lifecycle_checks(r);
     add_capability_checks(r);
+    add_serve_checks(r);
     add_host_checks(r);
     return r;
   }();

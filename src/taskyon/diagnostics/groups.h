@@ -25,6 +25,7 @@ void add_policy_checks(Registry& r);    // M*  checks_policy.cc
 void add_python_checks(Registry& r);    // P*  checks_python.cc
 void add_capability_checks(Registry& r);  // M1-M3, M6 (connect time), M8-M17, S7  checks_capabilities.cc
 void add_lifecycle_checks(Registry& r);   // S3, S5, N2, N4  checks_lifecycle.cc
+void add_serve_checks(Registry& r);       // H1-H2 (DESIGN §8)    checks_serve.cc
 void add_host_checks(Registry& r);        // H3-H6 (DESIGN §8)  checks_host.cc
 
 // Registers a check; a registration the Registry refuses is our bug: it is

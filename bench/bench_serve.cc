@@ -1,0 +1,167 @@
+// make bench: `tycli serve` over HTTP against the same library's floor
+// (issue 13: a warm call over HTTP within 2x a bare request to cpp-httplib's
+// hello-world handler).
+//   HttplibHelloWorld        GET / of an httplib::Server in this process answering "hello" (one HTTP round trip)
+//   ServeV1Call              POST /v1/call of a trivial tool to a real `tycli serve` (HTTP, H1/H2, the host
+//                            core, the retained Node sandbox and back), warm sandbox, keep-alive
+//   ServeMcpToolsCall        the same call as MCP tools/call over POST /mcp in one session
+// Report ServeV1Call / HttplibHelloWorld and ServeMcpToolsCall / HttplibHelloWorld.
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <httplib.h>
+
+#include "taskyon/json/json.h"
+
+extern char** environ;
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+pid_t spawn(const std::vector<std::string>& argv, const std::vector<std::string>& env, const std::string& log) {
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  std::vector<char*> args, envp;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
+  pid_t pid = -1;
+  if (posix_spawnp(&pid, args[0], &fa, nullptr, args.data(), envp.data()) != 0) std::abort();
+  posix_spawn_file_actions_destroy(&fa);
+  return pid;
+}
+
+// A real `tycli serve` in a fresh TASKYON_HOME holding the tool "echo".
+struct Served {
+  fs::path home;
+  pid_t pid = -1;
+  int port = 0;
+  std::string token;
+  Served() {
+    home = fs::temp_directory_path() / ("taskyon-bench-serve-" + std::to_string(::getpid()));
+    fs::create_directories(home / "tmp");
+    const std::string tool = (home / "echo.json").string();
+    std::ofstream(tool) << R"({"name":"echo","description":"returns its input","parameters":{"type":"object"},)"
+                           R"("execution":"sandboxed-code","runtime":"javascript","code":"(args) => args"})";
+    const std::vector<std::string> env = {"TASKYON_HOME=" + home.string(), "TMPDIR=" + (home / "tmp").string(),
+                                          std::string("PATH=") + (std::getenv("PATH") ? std::getenv("PATH") : "")};
+    int status = 0;
+    ::waitpid(spawn({TYCLI_PATH, "tool", "install", tool}, env, (home / "install.log").string()), &status, 0);
+    const std::string log = (home / "serve.log").string();
+    pid = spawn({TYCLI_PATH, "--json", "serve"}, env, log);
+    for (int i = 0; i < 1000 && port == 0; ++i) {
+      std::istringstream lines(slurp(log));
+      for (std::string line; std::getline(lines, line);) {
+        auto v = taskyon::json::parse(line);
+        if (v && v->is_object() && v->contains("port")) port = (*v)["port"].get<int>();
+      }
+      if (port == 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    if (port == 0) std::abort();
+    token = slurp(home / "serve.token");
+    while (!token.empty() && token.back() == '\n') token.pop_back();
+  }
+  ~Served() {
+    ::kill(pid, SIGTERM);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    std::error_code ec;
+    fs::remove_all(home, ec);
+  }
+  httplib::Headers auth() const { return {{"Authorization", "Bearer " + token}}; }
+};
+
+void HttplibHelloWorld(benchmark::State& state) {
+  httplib::Server server;
+  server.set_tcp_nodelay(true);  // as tycli serve does
+  server.Get("/", [](const httplib::Request&, httplib::Response& res) { res.set_content("hello", "text/plain"); });
+  const int port = server.bind_to_any_port("127.0.0.1");
+  std::thread t([&] { server.listen_after_bind(); });
+  while (!server.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  httplib::Client client("127.0.0.1", port);
+  client.set_keep_alive(true);
+  client.set_tcp_nodelay(true);  // as Node's fetch and curl do; without it Nagle meets delayed ACKs (~40 ms)
+  for (auto _ : state) {
+    auto r = client.Get("/");
+    if (!r || r->status != 200) state.SkipWithError("hello failed");
+  }
+  server.stop();
+  t.join();
+}
+BENCHMARK(HttplibHelloWorld);
+
+void ServeV1Call(benchmark::State& state) {
+  Served s;
+  httplib::Client client("127.0.0.1", s.port);
+  client.set_keep_alive(true);
+  client.set_tcp_nodelay(true);  // as Node's fetch and curl do; without it Nagle meets delayed ACKs (~40 ms)
+  const std::string body = R"({"tool":"echo","args":{"n":1}})";
+  auto warm = client.Post("/v1/call", s.auth(), body, "application/json");
+  if (!warm || warm->status != 200) {
+    state.SkipWithError("the warm-up call failed");
+    return;
+  }
+  for (auto _ : state) {
+    auto r = client.Post("/v1/call", s.auth(), body, "application/json");
+    if (!r || r->status != 200) state.SkipWithError("call failed");
+  }
+}
+BENCHMARK(ServeV1Call)->Unit(benchmark::kMicrosecond);
+
+void ServeMcpToolsCall(benchmark::State& state) {
+  Served s;
+  httplib::Client client("127.0.0.1", s.port);
+  client.set_keep_alive(true);
+  client.set_tcp_nodelay(true);  // as Node's fetch and curl do; without it Nagle meets delayed ACKs (~40 ms)
+  auto init = client.Post("/mcp", s.auth(),
+                          R"({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25",)"
+                          R"("capabilities":{},"clientInfo":{"name":"bench","version":"1"}}})",
+                          "application/json");
+  if (!init || init->status != 200) {
+    state.SkipWithError("initialize failed");
+    return;
+  }
+  auto headers = s.auth();
+  headers.emplace("Mcp-Session-Id", init->get_header_value("Mcp-Session-Id"));
+  client.Post("/mcp", headers, R"({"jsonrpc":"2.0","method":"notifications/initialized"})", "application/json");
+  int id = 1;
+  const auto call = [&] {
+    return client.Post("/mcp", headers,
+                       R"({"jsonrpc":"2.0","id":)" + std::to_string(id++) +
+                           R"(,"method":"tools/call","params":{"name":"echo","arguments":{"n":1}}})",
+                       "application/json");
+  };
+  call();  // warm
+  for (auto _ : state) {
+    auto r = call();
+    if (!r || r->status != 200) state.SkipWithError("tools/call failed");
+  }
+}
+BENCHMARK(ServeMcpToolsCall)->Unit(benchmark::kMicrosecond);
+
+}  // namespace

@@ -1,0 +1,53 @@
+// MCP Streamable HTTP at /mcp of `tycli serve` (MCP 2025-11-25, "Transports";
+// docs/serve.md), over the transport-free server of taskyon/mcp/server.h.
+// Every request has passed H1/H2 first (server.h).
+//   POST   JSON-RPC message or batch. `initialize` opens a session: a fresh
+//          mcp::Connection (= one host session, H3) and an `Mcp-Session-Id`
+//          (32 random hex digits) in the response's headers; every later
+//          request must carry it (none: 400; unknown or ended: 404).
+//          Requests are answered with application/json (the response, or an
+//          array for a batch) once their responses exist; a POST of only
+//          notifications or responses is 202 with no body. A request the
+//          client cancelled (notifications/cancelled) gets no JSON-RPC
+//          response, so its POST ends 202 with no body. Progress and log
+//          notifications are not streamed over HTTP (no SSE): only stdio
+//          (`tycli mcp`) streams them.
+//   GET    405 (no server-initiated SSE stream; the spec allows it).
+//   DELETE ends the session: its running calls are cancelled (H5), its
+//          sandboxes destroyed; 204.
+// `MCP-Protocol-Version`, when sent, must be one of mcp::protocol_versions() (400).
+// At most kMaxSessions sessions at once (503 past it).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+
+#include "taskyon/host/host.h"
+#include "taskyon/http/server.h"
+
+namespace taskyon::http {
+
+inline constexpr std::size_t kMaxSessions = 64;
+
+class McpEndpoint {
+ public:
+  // `wait` bounds how long a POST waits for its responses (the host's
+  // longest call plus a margin).
+  McpEndpoint(host::Host& host, std::chrono::milliseconds wait);
+  ~McpEndpoint();  // close_all()
+  McpEndpoint(const McpEndpoint&) = delete;
+  McpEndpoint& operator=(const McpEndpoint&) = delete;
+
+  // Routes /mcp on `server`; this object must outlive the server's run().
+  void mount(Server& server);
+  // Ends every session (calls cancelled, sandboxes destroyed). Idempotent.
+  void close_all();
+  std::size_t session_count() const;
+
+ private:
+  struct Impl;
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace taskyon::http

@@ -1,0 +1,228 @@
+#include "taskyon/http/server.h"
+
+#include <fcntl.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <openssl/crypto.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <thread>
+
+#include <fmt/format.h>
+#include <httplib.h>
+
+namespace taskyon::http {
+
+namespace {
+
+bool iequals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; };
+    if (lower(a[i]) != lower(b[i])) return false;
+  }
+  return true;
+}
+
+void set_error(httplib::Response& res, int status, std::string_view code, std::string_view message) {
+  const Response r = Response::error(status, code, message);
+  res.status = r.status;
+  res.set_content(r.body, r.content_type.c_str());
+}
+
+}  // namespace
+
+std::optional<std::string> Request::header(std::string_view name) const {
+  for (const auto& h : headers)
+    if (iequals(h.name, name)) return h.value;
+  return std::nullopt;
+}
+
+std::optional<std::string> Request::query_value(std::string_view name) const {
+  for (const auto& q : query)
+    if (q.name == name) return q.value;
+  return std::nullopt;
+}
+
+Response Response::json(int status, const json::Value& value) {
+  Response r;
+  r.status = status;
+  r.body = value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return r;
+}
+
+Response Response::error(int status, std::string_view code, std::string_view message) {
+  return json(status, {{"error", {{"code", code}, {"message", message}}}});
+}
+
+bool bearer_matches(std::string_view authorization, std::string_view token) {
+  constexpr std::string_view scheme = "bearer ";
+  if (token.empty() || authorization.size() != scheme.size() + token.size()) return false;
+  if (!iequals(authorization.substr(0, scheme.size()), scheme)) return false;
+  return CRYPTO_memcmp(authorization.data() + scheme.size(), token.data(), token.size()) == 0;
+}
+
+Result<std::string> new_token() {
+  unsigned char bytes[32];
+  std::size_t got = 0;
+  while (got < sizeof bytes) {
+    const ssize_t n = ::getrandom(bytes + got, sizeof bytes - got, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return fail(Errc::io, fmt::format("getrandom failed: {}", std::strerror(errno)));
+    got += static_cast<std::size_t>(n);
+  }
+  std::string hex;
+  for (unsigned char b : bytes) hex += fmt::format("{:02x}", b);
+  return hex;
+}
+
+Result<void> write_token_file(const std::string& path, std::string_view token) {
+  std::error_code ec;
+  const auto parent = std::filesystem::path(path).parent_path();
+  if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+  // A fresh file beside the target, renamed over it: a reader never sees a
+  // half-written token, and a symlink at `path` is replaced, never followed.
+  const std::string temporary = fmt::format("{}.{}.tmp", path, ::getpid());
+  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) return fail(Errc::io, fmt::format("cannot create the token file {}: {}", temporary, std::strerror(errno)), path);
+  const std::string line = std::string(token) + "\n";
+  const bool written = ::fchmod(fd, 0600) == 0 && ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());
+  const int saved = errno;
+  ::close(fd);
+  if (!written || ::rename(temporary.c_str(), path.c_str()) != 0) {
+    const int why = written ? errno : saved;
+    ::unlink(temporary.c_str());
+    return fail(Errc::io, fmt::format("cannot write the token file {}: {}", path, std::strerror(why)), path);
+  }
+  return {};
+}
+
+struct Server::Impl {
+  Options options;
+  httplib::Server server;
+  int port = 0;
+  std::atomic<bool> stopped{false};
+  std::atomic<bool> entered{false};  // run() was called
+  std::atomic<bool> done{false};     // run() returned
+
+  // H2: the Host and Origin values this server answers to.
+  bool own_host(std::string_view host) const {
+    return iequals(host, fmt::format("127.0.0.1:{}", port)) || iequals(host, fmt::format("localhost:{}", port));
+  }
+  bool own_origin(std::string_view origin) const {
+    return iequals(origin, fmt::format("http://127.0.0.1:{}", port)) ||
+           iequals(origin, fmt::format("http://localhost:{}", port));
+  }
+
+  httplib::Server::HandlerResponse admit(const httplib::Request& req, httplib::Response& res) const {
+    using R = httplib::Server::HandlerResponse;
+    res.set_header("Cache-Control", "no-store");
+    const auto refuse = [&](int status, std::string_view code, std::string_view message) {
+      set_error(res, status, code, message);
+      res.set_header("Connection", "close");  // an unread body must not be parsed as the next request
+      return R::Handled;
+    };
+    if (!req.has_header("Host") || req.get_header_value_count("Host") != 1 || !own_host(req.get_header_value("Host")))
+      return refuse(403, "forbidden_host",
+                    "H2: the Host header must name this server (127.0.0.1:PORT or localhost:PORT)");
+    if (req.has_header("Origin") &&
+        (req.get_header_value_count("Origin") != 1 || !own_origin(req.get_header_value("Origin"))))
+      return refuse(403, "forbidden_origin", "H2: requests from another origin are refused");
+    if (req.get_header_value_count("Authorization") != 1 ||
+        !bearer_matches(req.get_header_value("Authorization"), options.token)) {
+      res.set_header("WWW-Authenticate", "Bearer");
+      return refuse(401, "unauthorized", "H1: send the token of the server's token file as `Authorization: Bearer TOKEN`");
+    }
+    return R::Unhandled;
+  }
+};
+
+Server::Server(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Server::~Server() { stop(); }
+
+Result<std::unique_ptr<Server>> Server::bind(Options options) {
+  if (options.token.empty()) return fail(Errc::bad_usage, "the server needs a token (H1)");
+  if (options.port < 0 || options.port > 65535) return fail(Errc::bad_usage, "the port must be 0..65535", "--port");
+  auto impl = std::make_unique<Impl>();
+  impl->options = std::move(options);
+  auto& s = impl->server;
+  const std::size_t threads = impl->options.threads == 0 ? 1 : impl->options.threads;
+  s.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  s.set_payload_max_length(impl->options.max_body_bytes);
+  s.set_read_timeout(impl->options.read_timeout);
+  s.set_write_timeout(impl->options.write_timeout);
+  s.set_keep_alive_timeout(5);
+  s.set_tcp_nodelay(true);
+  Impl* self = impl.get();
+  s.set_pre_routing_handler([self](const httplib::Request& req, httplib::Response& res) { return self->admit(req, res); });
+  // Bodies for errors the library decides (404, 413, 400): ours, in our shape.
+  s.set_error_handler(httplib::Server::HandlerWithResponse([self](const httplib::Request&, httplib::Response& res) {
+    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+    switch (res.status) {
+      case 404: set_error(res, 404, "not_found", "no such endpoint (docs/serve.md)"); break;
+      case 413:
+        set_error(res, 413, "too_large", fmt::format("request bodies are at most {} bytes", self->options.max_body_bytes));
+        break;
+      default: set_error(res, res.status, "bad_request", "the request could not be read"); break;
+    }
+    return httplib::Server::HandlerResponse::Handled;
+  }));
+  s.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
+    set_error(res, 500, "internal", "unexpected failure in the server");
+  });
+  if (impl->options.port == 0) {
+    impl->port = s.bind_to_any_port("127.0.0.1");
+    if (impl->port <= 0) return fail(Errc::io, "cannot bind a port on 127.0.0.1");
+  } else {
+    if (!s.bind_to_port("127.0.0.1", impl->options.port))
+      return fail(Errc::io, fmt::format("cannot bind 127.0.0.1:{} (in use?)", impl->options.port), "--port");
+    impl->port = impl->options.port;
+  }
+  return std::unique_ptr<Server>(new Server(std::move(impl)));
+}
+
+int Server::port() const { return impl_->port; }
+std::string Server::url() const { return fmt::format("http://127.0.0.1:{}", impl_->port); }
+
+void Server::handle(std::string_view method, const std::string& pattern, Handler handler) {
+  auto wrapped = [handler = std::move(handler)](const httplib::Request& req, httplib::Response& res) {
+    Request r;
+    r.method = req.method;
+    r.path = req.path;
+    for (std::size_t i = 1; i < req.matches.size(); ++i) r.params.push_back(req.matches[i].str());
+    for (const auto& [k, v] : req.params) r.query.push_back({k, v});
+    for (const auto& [k, v] : req.headers) r.headers.push_back({k, v});
+    r.body = req.body;
+    Response out = handler(r);
+    res.status = out.status;
+    for (const auto& h : out.headers) res.set_header(h.name.c_str(), h.value);
+    res.set_content(out.body, out.content_type.c_str());
+  };
+  auto& s = impl_->server;
+  if (method == "GET") s.Get(pattern, wrapped);
+  else if (method == "POST") s.Post(pattern, wrapped);
+  else if (method == "DELETE") s.Delete(pattern, wrapped);
+  else if (method == "PUT") s.Put(pattern, wrapped);
+  else if (method == "OPTIONS") s.Options(pattern, wrapped);
+}
+
+void Server::run() {
+  impl_->entered.store(true);
+  if (!impl_->stopped.load()) impl_->server.listen_after_bind();
+  impl_->done.store(true);
+}
+
+void Server::stop() {
+  impl_->stopped.store(true);
+  // httplib's stop() does nothing until the listener runs: a stop() that
+  // races run()'s start waits (at most 1 s) for it, so run() always ends.
+  for (int i = 0; i < 100 && impl_->entered.load() && !impl_->done.load() && !impl_->server.is_running(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  impl_->server.stop();
+}
+
+}  // namespace taskyon::http

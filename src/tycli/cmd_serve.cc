@@ -1,0 +1,134 @@
+// tycli serve [--port N] [--token-file PATH] [--print-token]: the long-lived
+// host over HTTP on 127.0.0.1 (DESIGN §8; docs/serve.md). The transport and
+// its H1/H2 rules are taskyon/http/server.h, the /v1 API taskyon/http/api.h.
+#include <algorithm>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "cli.h"
+#include "signals.h"
+#include "taskyon/host/host.h"
+#include "taskyon/http/api.h"
+#include "taskyon/http/mcp_http.h"
+#include "taskyon/http/server.h"
+#include "taskyon/sandbox/runtime.h"
+
+namespace tycli {
+namespace {
+
+struct ServeArgs {
+  int port = 0;
+  std::string token_file;  // empty: serve.token beside the store
+  bool print_token = false;
+  long long max_body_bytes = 8 << 20;
+  long long max_concurrent_calls = 4;
+  long long timeout_ms = 10000;
+  std::string js_runtime;
+  long long memory_budget_mib = -1;
+};
+
+taskyon::Result<std::string> store_path(const Globals& g) {
+  if (!g.db_path.empty()) return g.db_path;
+  return taskyon::store::default_db_path();
+}
+
+int serve(Globals& g, const ServeArgs& a) {
+  using taskyon::Errc;
+  if (a.max_body_bytes < 1024 || a.max_body_bytes > (64ll << 20))
+    return report(g, {Errc::bad_usage, "--max-body must be 1024..67108864 bytes", "--max-body"});
+  if (a.max_concurrent_calls < 1 || a.max_concurrent_calls > 256)
+    return report(g, {Errc::bad_usage, "--max-concurrent-calls must be 1..256", "--max-concurrent-calls"});
+  if (a.timeout_ms <= 0) return report(g, {Errc::bad_usage, "--timeout must be a positive number of ms", "--timeout"});
+  auto capabilities = capability_options(g);
+  if (!capabilities) return report(g, capabilities.error());
+  capabilities->ask = {};  // a server has no terminal to ask at
+  auto db = store_path(g);
+  if (!db) return report(g, db.error());
+
+  taskyon::host::Options core;
+  core.db_path = *db;
+  core.capabilities = *capabilities;
+  core.default_timeout = std::chrono::milliseconds(a.timeout_ms);
+  core.max_timeout = std::max(core.max_timeout, core.default_timeout);
+  if (auto selected = taskyon::sandbox::select_runtime(core.runtime, a.js_runtime, taskyon::sandbox::config_file_path());
+      !selected)
+    return report(g, selected.error());
+  if (auto budget = apply_memory_budget(core.runtime, a.memory_budget_mib); !budget) return report(g, budget.error());
+  const auto max_wait = core.max_timeout + std::chrono::seconds(30);
+  auto host = taskyon::host::Host::open(std::move(core));
+  if (!host) return report(g, host.error());
+
+  // H1: a fresh token per run, in a 0600 file; the token itself is printed only when asked.
+  auto token = taskyon::http::new_token();
+  if (!token) return report(g, token.error());
+  std::error_code ec;
+  const std::string token_file =
+      a.token_file.empty() ? (std::filesystem::path(*db).parent_path() / "serve.token").string() : a.token_file;
+  if (auto w = taskyon::http::write_token_file(token_file, *token); !w) return report(g, w.error());
+
+  taskyon::http::Options options;
+  options.port = a.port;
+  options.token = *token;
+  options.max_body_bytes = static_cast<std::size_t>(a.max_body_bytes);
+  // Room for the /v1 calls, the MCP sessions' waiting POSTs, and quick answers (429, reads).
+  options.threads = static_cast<std::size_t>(a.max_concurrent_calls) + 12;
+  auto server = taskyon::http::Server::bind(options);
+  if (!server) return report(g, server.error());
+
+  taskyon::http::ApiOptions api;
+  api.db_path = *db;
+  api.capabilities = *capabilities;
+  api.max_concurrent_calls = static_cast<std::size_t>(a.max_concurrent_calls);
+  taskyon::http::mount_api(**server, **host, api);
+  taskyon::http::McpEndpoint mcp(**host, max_wait);
+  mcp.mount(**server);
+
+  // The first stdout line says where the server is (scripts wait for it).
+  if (g.json) {
+    taskyon::json::Value ready = {{"url", (*server)->url()}, {"port", (*server)->port()}, {"tokenFile", token_file}};
+    if (a.print_token) ready["token"] = *token;
+    print_json(ready);
+  } else {
+    std::cout << fmt::format("listening on {}\ntoken file {}\n", (*server)->url(), token_file);
+    if (a.print_token) std::cout << "token " << *token << "\n";
+  }
+  std::cout.flush();
+
+  taskyon::http::Server* running = server->get();
+  taskyon::host::Host* core_host = host->get();
+  Interruption interruption([&](int) {
+    running->stop();
+    mcp.close_all();                       // H5: the sessions' running calls cancelled
+    core_host->shutdown("interrupted");   // every sandbox destroyed and written to the sandbox log
+  });
+  running->run();  // returns once every handler has ended
+  mcp.close_all();
+  (*host)->shutdown(interruption.signal() ? "interrupted" : "shutdown");
+  std::filesystem::remove(token_file, ec);  // a stale token is useless: nobody answers it
+  if (int signal = interruption.signal()) std::cerr << fmt::format("tycli serve: stopped by {}\n", Interruption::name(signal));
+  return kExitOk;
+}
+
+}  // namespace
+
+void add_serve_command(CLI::App& app, Globals& g) {
+  auto a = std::make_shared<ServeArgs>();
+  auto* c = app.add_subcommand("serve", "the long-lived host over HTTP on 127.0.0.1: MCP at /mcp, the /v1 JSON API and "
+                                        "the egress proxy (docs/serve.md)");
+  c->add_option("--port", a->port, "TCP port on 127.0.0.1 (default 0: pick a free one and print it)");
+  c->add_option("--token-file", a->token_file,
+                "where the bearer token is written, mode 0600 (default: serve.token beside the store)");
+  c->add_flag("--print-token", a->print_token, "also print the token on stdout (it is a secret: only for scripts)");
+  c->add_option("--max-body", a->max_body_bytes, "largest request body, bytes (default 8388608; larger: 413)");
+  c->add_option("--max-concurrent-calls", a->max_concurrent_calls,
+                "calls and proxied fetches at once (default 4; more: 429)");
+  c->add_option("--timeout", a->timeout_ms, "default per-call timeout in ms (default 10000; a request may set timeoutMs)");
+  c->add_option("--js-runtime", a->js_runtime, "node (default) or deno");
+  add_memory_budget_option(*c, a->memory_budget_mib);
+  c->callback([&g, a] { g.exit_code = guarded(g, [&] { return serve(g, *a); }); });
+}
+
+}  // namespace tycli

@@ -1,0 +1,384 @@
+// `tycli serve` as a client meets it: a real server process on loopback, a
+// real HTTP client (cpp-httplib's), the store file checked with the CLI.
+// H1 (token), H2 (Host/Origin), the size limit, the /v1 shapes against the
+// CLI's --json, and the egress proxy (DESIGN §8, item 6 of issue 13) against
+// the real HTTPS loopback server, including attempts to use it as an open proxy.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <chrono>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <thread>
+
+#include <httplib.h>
+
+#include "taskyon/invoke/capabilities.h"
+#include "taskyon/loopback/loopback.h"
+#include "test_util.h"
+
+namespace taskyon {
+namespace {
+
+using ::testing::HasSubstr;
+using json::Value;
+
+std::string slurp(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// One `tycli serve` process in its own TASKYON_HOME.
+class Served {
+ public:
+  Served(const testing::TempDir& home, std::vector<std::string> extra = {}) : home_(home) {
+    std::vector<std::string> args = {"--json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    args.push_back("serve");
+    log_ = (home.path() / "serve.log").string();
+    pid_ = testing::spawn_tycli(args, home.path(), log_);
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(15);
+    while (std::chrono::steady_clock::now() < until && port_ == 0) {
+      std::istringstream lines(slurp(log_));
+      for (std::string line; std::getline(lines, line);) {
+        auto v = json::parse(line);
+        if (v && v->is_object() && v->contains("port")) {
+          port_ = (*v)["port"].get<int>();
+          token_file_ = (*v)["tokenFile"].get<std::string>();
+        }
+      }
+      if (port_ == 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    if (port_ != 0) {
+      token_ = slurp(token_file_);
+      if (!token_.empty() && token_.back() == '\n') token_.pop_back();
+    }
+  }
+  ~Served() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGTERM);
+      testing::wait_exit(pid_);
+    }
+  }
+  int stop() {
+    ::kill(pid_, SIGTERM);
+    const int rc = testing::wait_exit(pid_);
+    pid_ = -1;
+    return rc;
+  }
+  bool up() const { return port_ != 0 && !token_.empty(); }
+  int port() const { return port_; }
+  const std::string& token() const { return token_; }
+  const std::string& token_file() const { return token_file_; }
+  std::string log() const { return slurp(log_); }
+
+  std::unique_ptr<httplib::Client> client() const {
+    auto c = std::make_unique<httplib::Client>("127.0.0.1", port_);
+    c->set_read_timeout(std::chrono::seconds(30));
+    return c;
+  }
+  httplib::Headers auth(httplib::Headers extra = {}) const {
+    extra.emplace("Authorization", "Bearer " + token_);
+    return extra;
+  }
+  httplib::Result get(const std::string& path, httplib::Headers headers) const { return client()->Get(path, headers); }
+  httplib::Result get(const std::string& path) const { return get(path, auth()); }
+  httplib::Result post(const std::string& path, const std::string& body, httplib::Headers headers) const {
+    return client()->Post(path, headers, body, "application/json");
+  }
+  httplib::Result post(const std::string& path, const Value& body) const { return post(path, body.dump(), auth()); }
+
+ private:
+  const testing::TempDir& home_;
+  std::string log_, token_file_, token_;
+  int pid_ = -1;
+  int port_ = 0;
+};
+
+Value body_of(const httplib::Result& r) {
+  if (!r) return Value();
+  auto v = json::parse(r->body);
+  return v ? *v : Value("not JSON: " + r->body);
+}
+
+class Serve : public ::testing::Test {
+ protected:
+  testing::CommandResult tycli(const std::vector<std::string>& args) { return testing::run_tycli(args, home.path()); }
+  Value cli_json(const std::vector<std::string>& args) {
+    std::vector<std::string> all = {"--json"};
+    all.insert(all.end(), args.begin(), args.end());
+    auto r = tycli(all);
+    auto v = json::parse(r.out);
+    return v ? *v : Value("tycli failed: " + r.err + r.out);
+  }
+  Value upper = testing::js_tool("upper", "({input}) => input.toUpperCase()");
+  testing::TempDir home;
+};
+
+TEST_F(Serve, PrintsWhereItListensAndWritesTheTokenToA0600FileNotToStdout) {
+  Served s(home);
+  ASSERT_TRUE(s.up()) << s.log();
+  struct stat info{};
+  ASSERT_EQ(::stat(s.token_file().c_str(), &info), 0);
+  EXPECT_EQ(info.st_mode & 0777, 0600u);
+  EXPECT_EQ(s.token().size(), 64u);  // 32 random bytes, hex
+  EXPECT_THAT(s.log(), ::testing::Not(HasSubstr(s.token())));
+  EXPECT_EQ(s.token_file(), (home.path() / "serve.token").string());
+  // A clean shutdown on SIGTERM: exit 0, and the token is gone with the server.
+  EXPECT_EQ(s.stop(), 0);
+  EXPECT_FALSE(std::filesystem::exists(s.token_file()));
+}
+
+TEST_F(Serve, H1ARequestWithoutTheTokenGets401AndChangesAndRevealsNothing) {
+  Served s(home);
+  ASSERT_TRUE(s.up()) << s.log();
+  ASSERT_EQ(s.post("/v1/tools", upper)->status, 201);  // one tool the refusals must not reveal
+  const Value other = testing::js_tool("other", "() => 1");
+  for (const httplib::Headers& headers :
+       {httplib::Headers{}, httplib::Headers{{"Authorization", "Bearer " + std::string(64, '0')}},
+        httplib::Headers{{"Authorization", "Bearer " + s.token() + "0"}},
+        httplib::Headers{{"Authorization", "Basic " + s.token()}},
+        httplib::Headers{{"Authorization", s.token()}}}) {
+    auto install = s.post("/v1/tools", other.dump(), headers);
+    ASSERT_TRUE(install);
+    EXPECT_EQ(install->status, 401);
+    EXPECT_EQ(body_of(install)["error"]["code"], "unauthorized");
+    EXPECT_EQ(install->get_header_value("WWW-Authenticate"), "Bearer");
+    auto list = s.get("/v1/tools", headers);
+    EXPECT_EQ(list->status, 401);
+    EXPECT_THAT(list->body, ::testing::Not(HasSubstr("upper")));
+    auto call = s.post("/v1/call", Value{{"tool", "upper"}, {"args", {{"input", "x"}}}}.dump(), headers);
+    EXPECT_EQ(call->status, 401);
+  }
+  // The store file, read by another process: only the authorized install, no task.
+  const Value tools = cli_json({"tool", "list"});
+  ASSERT_EQ(tools.size(), 1u) << tools.dump();
+  EXPECT_EQ(tools[0]["name"], "upper");
+  EXPECT_EQ(cli_json({"task", "tree"}), Value::array());
+}
+
+TEST_F(Serve, H2AForeignOriginOrHostGets403AndChangesNothing) {
+  Served s(home);
+  ASSERT_TRUE(s.up()) << s.log();
+  const std::string port = std::to_string(s.port());
+  for (const httplib::Headers& headers :
+       {s.auth({{"Origin", "http://evil.example"}}), s.auth({{"Origin", "http://127.0.0.1:1" + port}}),
+        s.auth({{"Origin", "https://127.0.0.1:" + port}}), s.auth({{"Origin", "null"}}),
+        s.auth({{"Host", "evil.example:" + port}}), s.auth({{"Host", "127.0.0.1"}})}) {
+    auto r = s.post("/v1/tools", upper.dump(), headers);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 403) << r->body;
+    EXPECT_THAT(body_of(r)["error"]["code"].get<std::string>(), HasSubstr("forbidden_"));
+  }
+  EXPECT_EQ(cli_json({"tool", "list"}), Value::array());
+  // The server's own origin, by either name, is admitted.
+  EXPECT_EQ(s.post("/v1/tools", upper.dump(), s.auth({{"Origin", "http://localhost:" + port}}))->status, 201);
+  EXPECT_EQ(s.get("/v1/tools", s.auth({{"Host", "localhost:" + port}}))->status, 200);
+}
+
+TEST_F(Serve, OversizedBodiesGet413AndUnknownPaths404InTheErrorShape) {
+  Served s(home, {});
+  ASSERT_TRUE(s.up()) << s.log();
+  auto big = s.post("/v1/tools", std::string(9u << 20, ' '), s.auth());
+  ASSERT_TRUE(big);
+  EXPECT_EQ(big->status, 413);
+  EXPECT_EQ(body_of(big)["error"]["code"], "too_large");
+  auto missing = s.get("/v1/nothing");
+  EXPECT_EQ(missing->status, 404);
+  EXPECT_EQ(body_of(missing)["error"]["code"], "not_found");
+  auto bad = s.post("/v1/call", "{\"tool\":", s.auth());
+  EXPECT_EQ(bad->status, 400);
+  EXPECT_EQ(body_of(bad)["error"]["code"], "invalid_json");
+}
+
+TEST_F(Serve, TheJsonApiAnswersWithTheCliJsonShapes) {
+  Served s(home);
+  ASSERT_TRUE(s.up()) << s.log();
+  auto installed = s.post("/v1/tools", upper);
+  ASSERT_EQ(installed->status, 201) << installed->body;
+  const Value install = body_of(installed);
+  EXPECT_EQ(s.post("/v1/tools", upper)->status, 200);  // idempotent: stored already
+  const std::string rev = install["revision"];
+  // The CLI installing the same manifest prints the same object (created: false now).
+  Value cli_install = cli_json({"tool", "install", home.write("upper.json", upper.dump())});
+  Value expected = install;
+  expected["created"] = false;
+  expected["activated"] = false;
+  EXPECT_EQ(cli_install, Value::array({expected}));
+
+  EXPECT_EQ(body_of(s.get("/v1/tools")), cli_json({"tool", "list"}));
+  EXPECT_EQ(body_of(s.get("/v1/tools/upper")), cli_json({"tool", "show", "upper"}));
+  EXPECT_EQ(body_of(s.get("/v1/tools/" + rev)), cli_json({"tool", "show", rev}));
+  EXPECT_EQ(s.get("/v1/tools/nosuch")->status, 404);
+
+  auto called = s.post("/v1/call", Value{{"tool", "upper"}, {"args", {{"input", "abc"}}}});
+  ASSERT_EQ(called->status, 200) << called->body;
+  const Value call = body_of(called);
+  EXPECT_EQ(call["result"], "ABC");
+  EXPECT_EQ(call["tool"]["revision"], rev);
+  // `tycli call --json` on the same input: the same members, the same result and task.
+  const Value cli_call = cli_json({"call", "upper", "--args", R"({"input":"abc"})"});
+  std::vector<std::string> keys, cli_keys;
+  for (const auto& [k, _] : call.items()) keys.push_back(k);
+  for (const auto& [k, _] : cli_call.items()) cli_keys.push_back(k);
+  EXPECT_EQ(keys, cli_keys);
+  EXPECT_EQ(call["task"], cli_call["task"]);  // content-addressed: the same pinned call
+  EXPECT_EQ(call["result"], cli_call["result"]);
+
+  const std::string task = call["task"];
+  EXPECT_EQ(body_of(s.get("/v1/tasks/" + task)), cli_json({"task", "show", task}));
+  EXPECT_EQ(body_of(s.get("/v1/tasks/" + task + "/tree")), cli_json({"task", "tree", task}));
+  EXPECT_EQ(body_of(s.get("/v1/audit")), cli_json({"audit"}));
+
+  // Bad arguments: the CLI's error object and a 400.
+  auto invalid = s.post("/v1/call", Value{{"tool", "upper"}, {"args", {{"input", 5}}}});
+  EXPECT_EQ(invalid->status, 400);
+  EXPECT_EQ(body_of(invalid)["error"]["code"], cli_json({"call", "upper", "--args", R"({"input":5})"})["error"]["code"]);
+  // A tool that needs host authority is never installed over HTTP (R6).
+  auto native = s.post("/v1/tools", Value{{"name", "sha"}, {"description", "d"},
+                                          {"parameters", {{"type", "object"}}},
+                                          {"execution", "trusted-native"}, {"native", "taskyon.sha256"}});
+  EXPECT_EQ(native->status, 403) << native->body;
+}
+
+TEST_F(Serve, McpStreamableHttpWithTheSdkClientAndTheBearerToken) {
+  const std::string source = TASKYON_SOURCE_DIR;
+  if (!std::filesystem::exists(source + "/node_modules/@modelcontextprotocol/sdk/package.json"))
+    GTEST_SKIP() << "node_modules/@modelcontextprotocol/sdk is missing (scripts/setup.sh)";
+  ASSERT_EQ(tycli({"tool", "install", home.write("upper.json", upper.dump())}).exit_code, 0);
+  ASSERT_EQ(tycli({"tool", "install", source + "/examples/tools/counter.json"}).exit_code, 0);
+  Served s(home);
+  ASSERT_TRUE(s.up()) << s.log();
+  const Value config = {{"url", "http://127.0.0.1:" + std::to_string(s.port()) + "/mcp"}, {"token", s.token()}};
+  auto r = testing::run_command({"node", source + "/tests/mcp/http_client.mjs", config.dump()}, home.path());
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err << s.log();
+  auto parsed = json::parse(r.out);
+  ASSERT_TRUE(parsed) << r.out << r.err;
+  const Value& seen = *parsed;
+  const std::string all = seen.dump(1);
+  EXPECT_THAT(seen["wrongToken"].get<std::string>(), HasSubstr("unauthorized")) << all;  // H1 for /mcp too
+  EXPECT_EQ(seen["sessionId"].get<std::string>().size(), 32u) << all;
+  EXPECT_EQ(seen["serverVersion"]["name"], "taskyon") << all;
+  ASSERT_EQ(seen["tools"].size(), 2u) << all;
+  EXPECT_EQ(seen["upper"]["structuredContent"]["result"], "ABC") << all;
+  EXPECT_EQ(seen["upper"].value("isError", false), false) << all;
+  EXPECT_EQ(seen["invalid"]["isError"], true) << all;
+  // The call is stored as `tycli call` stores it: its task is in the store, pinned.
+  const std::string task = seen["upper"]["_meta"]["taskyon/task"];
+  EXPECT_EQ(cli_json({"task", "show", task})["toolRevision"], seen["upper"]["_meta"]["taskyon/revision"]) << all;
+  // H3: each MCP session has its own retained sandbox.
+  std::vector<Value> a, b;
+  for (const auto& c : seen["countA"]) a.push_back(c["structuredContent"]);
+  for (const auto& c : seen["countB"]) b.push_back(c["structuredContent"]);
+  ASSERT_EQ(a.size(), 3u) << all;
+  EXPECT_NE(a[0], a[1]) << all;
+  EXPECT_EQ(b[0], a[0]) << all;  // session b starts afresh
+  // Transport rules: GET is 405; a request without a session, or with an ended one, is refused.
+  auto get = s.get("/mcp");
+  EXPECT_EQ(get->status, 405);
+  const Value list = {{"jsonrpc", "2.0"}, {"id", 1}, {"method", "tools/list"}};
+  EXPECT_EQ(s.post("/mcp", list)->status, 400);
+  EXPECT_EQ(s.post("/mcp", list.dump(), s.auth({{"Mcp-Session-Id", seen["sessionId"].get<std::string>()}}))->status, 404);
+  EXPECT_EQ(s.post("/mcp", list.dump(), s.auth({{"Mcp-Session-Id", "x"}, {"MCP-Protocol-Version", "1999-01-01"}}))->status,
+            400);
+}
+
+class ServeEgress : public Serve {
+ protected:
+  void SetUp() override {
+    loopback::ServerOptions options;
+    options.dir = server_dir.path();
+    auto started = loopback::HttpsServer::start(options);
+    ASSERT_TRUE(started) << started.error().describe();
+    upstream = std::move(*started);
+    for (const auto* name : {"getter", "other"}) {
+      auto r = tycli({"--json", "tool", "install", home.write(std::string(name) + ".json",
+                                                            testing::js_tool(name, "() => 1").dump())});
+      ASSERT_EQ(r.exit_code, 0) << r.err;
+      revisions.push_back(json::parse(r.out).value()[0]["revision"].get<std::string>());
+    }
+    ASSERT_EQ(tycli({"grant", "fetch", "getter", upstream->origin(), "--access", "read"}).exit_code, 0);
+    served = std::make_unique<Served>(
+        home, std::vector<std::string>{"--fetch-allow-cidr", "127.0.0.1/32", "--fetch-ca-file", upstream->ca_file().string()});
+    ASSERT_TRUE(served->up()) << served->log();
+  }
+  Value fetch_body(const std::string& revision, const std::string& url, const std::string& method = "GET") {
+    return {{"revision", revision}, {"url", url}, {"method", method}};
+  }
+  std::size_t audit_rows() { return cli_json({"audit"}).size(); }
+
+  testing::TempDir server_dir;
+  std::unique_ptr<loopback::HttpsServer> upstream;
+  std::vector<std::string> revisions;
+  std::unique_ptr<Served> served;
+};
+
+TEST_F(ServeEgress, AGrantedFetchIsPerformedAndAuditedLikeASandboxFetch) {
+  Value req = fetch_body(revisions[0], upstream->url("/echo"));
+  req["headers"] = Value::array({Value::array({"X-Probe", "1"})});
+  auto r = served->post("/v1/fetch", req);
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const Value answer = body_of(r);
+  EXPECT_EQ(answer["status"], 200);
+  auto echoed = json::parse(invoke::base64_decode(answer["body"].get<std::string>()).value_or(""));
+  ASSERT_TRUE(echoed) << answer.dump();
+  EXPECT_EQ((*echoed)["method"], "GET");
+  EXPECT_THAT((*echoed)["headers"].dump(), HasSubstr("X-Probe"));
+  EXPECT_THAT((*echoed)["headers"].dump(), ::testing::Not(HasSubstr(served->token())));  // our token stays ours
+  const Value audit = cli_json({"audit"});
+  ASSERT_EQ(audit.size(), 1u) << audit.dump();
+  EXPECT_EQ(audit[0]["capability"], "fetch");
+  EXPECT_EQ(audit[0]["verdict"], "allow");
+  EXPECT_EQ(audit[0]["revision"], revisions[0]);
+  EXPECT_EQ(audit[0]["target"], upstream->origin());
+  // A redirect is a response for the tool to read, never followed.
+  auto redirect = body_of(served->post("/v1/fetch", fetch_body(revisions[0], upstream->url("/redirect"))));
+  EXPECT_EQ(redirect["status"], 302);
+}
+
+TEST_F(ServeEgress, ItIsNeverAnOpenProxy) {
+  const auto refused = [&](const httplib::Result& r, int status, const std::string& code) {
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, status) << r->body;
+    EXPECT_EQ(body_of(r)["error"]["code"], code) << r->body;
+  };
+  const std::string url = upstream->url("/count");
+  // Another revision than the granted one: denied, before any name is resolved.
+  refused(served->post("/v1/fetch", fetch_body(revisions[1], url)), 403, "denied");
+  // The granted revision, but a write (the grant is read): denied.
+  refused(served->post("/v1/fetch", fetch_body(revisions[0], url, "POST")), 403, "denied");
+  // An ungranted origin.
+  refused(served->post("/v1/fetch", fetch_body(revisions[0], "https://example.com/")), 403, "denied");
+  // Private and metadata addresses, plain HTTP, URL credentials: the URL policy.
+  refused(served->post("/v1/fetch", fetch_body(revisions[0], "https://10.0.0.1/")), 403, "policy_blocked");
+  refused(served->post("/v1/fetch", fetch_body(revisions[0], "https://169.254.169.254/latest/meta-data")), 403,
+          "policy_blocked");
+  refused(served->post("/v1/fetch", fetch_body(revisions[0], "http://127.0.0.1:" + std::to_string(upstream->port()) + "/")),
+          403, "policy_blocked");
+  const std::size_t decided = audit_rows();
+  EXPECT_EQ(decided, 6u);  // each refusal was decided under its revision and recorded
+  // A revision the store does not hold, or a name instead of an id: nothing decided, nothing recorded.
+  refused(served->post("/v1/fetch", fetch_body("sha256:" + std::string(64, 'a'), url)), 404, "not_found");
+  refused(served->post("/v1/fetch", fetch_body("getter", url)), 400, "invalid_request");
+  // Without the token, or from a foreign origin: refused by the transport.
+  refused(served->post("/v1/fetch", fetch_body(revisions[0], url).dump(), {}), 401, "unauthorized");
+  refused(served->post("/v1/fetch", fetch_body(revisions[0], url).dump(), served->auth({{"Origin", "https://evil.example"}})),
+          403, "forbidden_origin");
+  EXPECT_EQ(audit_rows(), decided);
+  // The upstream server saw none of it.
+  auto count = body_of(served->post("/v1/fetch", fetch_body(revisions[0], url)));
+  ASSERT_EQ(count["status"], 200) << count.dump();
+  auto counted = json::parse(invoke::base64_decode(count["body"].get<std::string>()).value_or(""));
+  ASSERT_TRUE(counted);
+  EXPECT_EQ((*counted)["requests"], 0);
+}
+
+}  // namespace
+}  // namespace taskyon
