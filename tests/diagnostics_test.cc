@@ -259,7 +259,7 @@ TEST(DiagnosticsCoverage, TheUsersContractPageNamesEveryContractAndCheck) {
 TEST(DiagnosticsCoverage, BuiltinChecksAreNamedAndDescribed) {
   const auto& checks = builtin().checks();
   ASSERT_FALSE(checks.empty());
-  const std::regex name(R"(^tool_security_contracts\.[RTSNPM][0-9]+\.[a-z0-9_]+$)");
+  const std::regex name(R"(^tool_security_contracts\.[RTSNPMHB][0-9]+\.[a-z0-9_]+$)");
   for (const auto& c : checks) {
     EXPECT_TRUE(std::regex_match(c.name(), name)) << c.name();
     EXPECT_FALSE(c.description.empty()) << c.name();

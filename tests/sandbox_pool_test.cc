@@ -955,15 +955,18 @@ TEST(SandboxPool, ADeadPrestartedSandboxIsNeverUsed) {
   auto spares = wait_for_spares(pool, 1);
   ASSERT_EQ(spares.size(), 1u);
   ASSERT_EQ(::kill(spares[0], SIGKILL), 0);
-  // Bounded wait until it is dead and unreaped (state Z in /proc/PID/stat).
-  auto zombie = [&] {
+  // Bounded wait until it is dead: unreaped (state Z in /proc/PID/stat), or
+  // gone (in a PID namespace its init reaps it and exits).
+  auto dead = [&] {
+    std::ifstream in("/proc/" + std::to_string(spares[0]) + "/stat");
+    if (!in) return true;
     std::string stat;
-    std::getline(std::ifstream("/proc/" + std::to_string(spares[0]) + "/stat"), stat);
+    std::getline(in, stat);
     const auto close = stat.rfind(')');
-    return close != std::string::npos && close + 2 < stat.size() && stat[close + 2] == 'Z';
+    return stat.empty() || (close != std::string::npos && close + 2 < stat.size() && stat[close + 2] == 'Z');
   };
-  for (int i = 0; i < 1000 && !zombie(); ++i) std::this_thread::sleep_for(10ms);
-  ASSERT_TRUE(zombie());
+  for (int i = 0; i < 1000 && !dead(); ++i) std::this_thread::sleep_for(10ms);
+  ASSERT_TRUE(dead());
   auto out = run(pool, request(rev("after-dead"), "() => 7"));
   ASSERT_EQ(out.status, Status::ok) << out.error;
   EXPECT_EQ(out.value, 7);
