@@ -278,8 +278,11 @@ class Writer {
     if (reorder) {
       frame.members.reserve(map.size());
       for (const auto& [name, value] : map) frame.members.push_back(Member{&name, &value});
-      std::stable_sort(frame.members.begin(), frame.members.end(),
-                       [](const Member& a, const Member& b) { return utf16_less(*a.name, *b.name); });
+      // Member names are unique, so the order is total and std::sort is
+      // deterministic (std::stable_sort's temporary buffer is deprecated
+      // API in libstdc++ 12, an error for clang-19 under -Werror).
+      std::sort(frame.members.begin(), frame.members.end(),
+                [](const Member& a, const Member& b) { return utf16_less(*a.name, *b.name); });
     }
     out_.push('{');
     stack_.push_back(std::move(frame));
