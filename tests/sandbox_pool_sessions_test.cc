@@ -128,6 +128,33 @@ TEST(PoolSessions, ProgressRefusesNonNumbers) {
   EXPECT_NE(out->error.find("finite number"), std::string::npos) << out->error;
 }
 
+// The harness drops progress past its own cap, but tool code can write frames
+// to fd 1 itself: the host bounds what it hands on (pool.h kMaxProgressFrames,
+// kMaxProgressMessageBytes), whatever the guest does.
+TEST(PoolSessions, TheHostBoundsProgressFramesToolCodeWritesItself) {
+  Pool pool;  // a fresh pool: its first call has id 1
+  CallRequest r;
+  r.tool = ToolCode{"sha256:test-session-forgedprogress",
+                    "() => { const fs = require('fs'); const m = 'é'.repeat(5000);"
+                    " for (let i = 0; i < 1500; i++) fs.writeSync(1, JSON.stringify({type: 'progress', id: 1,"
+                    " progress: i, total: null, message: m}) + '\\n'); return 1; }",
+                    "forged"};
+  std::size_t frames = 0, longest = 0;
+  bool valid = true;
+  r.on_progress = [&](double, double, std::string_view message) {
+    ++frames;
+    longest = std::max(longest, message.size());
+    valid = valid && message.size() % 2 == 0;  // 'é' is 2 bytes: never cut inside one
+  };
+  auto out = pool.call(r);
+  ASSERT_TRUE(out.has_value());
+  ASSERT_EQ(out->status, Status::ok) << out->error;
+  EXPECT_EQ(frames, kMaxProgressFrames);
+  EXPECT_LE(longest, kMaxProgressMessageBytes);
+  EXPECT_GT(longest, 0u);
+  EXPECT_TRUE(valid);
+}
+
 TEST(PoolSessions, ALogCallbackSeesAStuckCallsLogBeforeItIsCancelled) {
   Pool pool;
   CallRequest r;

@@ -55,6 +55,11 @@ namespace taskyon::sandbox {
 enum class JsRuntime { node, deno };
 
 inline constexpr std::uint64_t kDefaultMemoryBudgetBytes = 1ull << 30;  // RuntimeConfig::memory_budget_bytes
+// Progress frames the host hands on per call, and the bytes of one message
+// (cut at a UTF-8 boundary); later frames are dropped. The host enforces it,
+// whatever the harness does (the guest core drops past the same count).
+inline constexpr std::size_t kMaxProgressFrames = 1000;
+inline constexpr std::size_t kMaxProgressMessageBytes = 4096;
 inline constexpr std::uint64_t kSandboxStartBytes = 48ull << 20;        // room a fresh sandbox is given, bytes
 
 struct RuntimeConfig {
@@ -189,7 +194,8 @@ struct CallRequest {
   // arrives, before call() returns; the entry is also kept in CallOutcome::logs.
   std::function<void(const LogEntry&)> on_log = {};
   // Called for each "progress" frame (context.progress(value, total?, message?))
-  // as it arrives: value, total (NaN when not given), message.
+  // as it arrives: value, total (NaN when not given), message; at most
+  // kMaxProgressFrames per call, messages at most kMaxProgressMessageBytes.
   std::function<void(double, double, std::string_view)> on_progress = {};
 };
 

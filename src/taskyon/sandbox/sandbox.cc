@@ -459,6 +459,7 @@ CallOutcome Sandbox::call(std::uint64_t id, std::string_view call_frame, Deadlin
   LogBook logs(max_log_bytes_);
   logs.sink = &on_log;
   CapabilityRunner runner(revision_, capabilities, deadline);
+  std::size_t progress_frames = 0;
   auto on_line = [&](std::string line, std::string& out) -> std::expected<bool, protocol::Violation> {
     auto frame = protocol::parse_call_reply(line, id);
     if (!frame) return std::unexpected(std::move(frame.error()));
@@ -499,7 +500,10 @@ CallOutcome Sandbox::call(std::uint64_t id, std::string_view call_frame, Deadlin
         logs.add(std::move(frame->level), std::move(frame->text));
         return false;
       case protocol::Frame::Kind::progress:
-        if (on_progress) on_progress(frame->progress, frame->total.value_or(std::nan("")), frame->text);
+        if (on_progress && progress_frames++ < kMaxProgressFrames) {
+          frame->text.resize(utf8_prefix(frame->text, kMaxProgressMessageBytes));
+          on_progress(frame->progress, frame->total.value_or(std::nan("")), frame->text);
+        }
         return false;
       case protocol::Frame::Kind::result:
         outcome.status = Status::ok;
