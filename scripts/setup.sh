@@ -20,6 +20,9 @@ packages=(
   python3                                  # executePython: the native Python tool (P1)
   bubblewrap                               # executePython --python-isolation strict: minimal-root bwrap
   clang-19 libclang-rt-19-dev              # make fuzz: libFuzzer harnesses (fuzz/), ASan+UBSan runtimes
+  # make wasm: the rules as wasm32-wasi (docs/browser.md); clang-19 and emscripten cannot (BROWSER.md)
+  clang-22 lld-22 libc++-22-dev-wasm32 libc++abi-22-dev-wasm32 libclang-rt-22-dev-wasm32 wasi-libc
+  chromium                                 # the browser checks: playwright-core drives Debian's chromium
 )
 
 missing=()
