@@ -18,7 +18,8 @@ export class FetchRefused extends Error {
 
 /**
  * @param {{url: string, method: string, headers: [string, string][], body: string|null}} req
- * @param {{timeoutMs?: number, maxResponseBytes?: number, signal?: AbortSignal, addressSpace?: string}} opts
+ * @param {{timeoutMs?: number, maxResponseBytes?: number, signal?: AbortSignal, omitAddressSpace?: boolean}} opts
+ *        omitAddressSpace: a negative control of the checks only (M6 can fail), never in a product page
  * @returns {Promise<{status: number, statusText: string, headers: [string, string][], body: ArrayBuffer}>}
  */
 export async function directFetch(req, opts = {}) {
@@ -27,20 +28,22 @@ export async function directFetch(req, opts = {}) {
   const signals = [AbortSignal.timeout(timeoutMs)];
   if (opts.signal) signals.push(opts.signal);
   const signal = AbortSignal.any(signals);
+  const init = {
+    method: req.method,
+    headers: req.headers,
+    body: req.body,
+    credentials: 'omit',
+    redirect: 'manual',
+    cache: 'no-store',
+    referrerPolicy: 'no-referrer',
+    mode: 'cors',
+    signal,
+    targetAddressSpace: 'public',  // Chromium: a loopback/private target is refused before sending
+  };
+  if (opts.omitAddressSpace) delete init.targetAddressSpace;
   let response;
   try {
-    response = await fetch(req.url, {
-      method: req.method,
-      headers: req.headers,
-      body: req.body,
-      credentials: 'omit',
-      redirect: 'manual',
-      cache: 'no-store',
-      referrerPolicy: 'no-referrer',
-      mode: 'cors',
-      signal,
-      targetAddressSpace: opts.addressSpace ?? 'public',
-    });
+    response = await fetch(req.url, init);
   } catch (e) {
     if (signal.aborted) throw timeoutOrAbort(signals[0]);
     throw new FetchRefused('network_error', 'the request failed: ' + (e && e.message));

@@ -54,8 +54,9 @@ export class Sandbox {
    * @param {object} [o.fetchOptions] directFetch options (timeoutMs, maxResponseBytes)
    * @param {(sb: Sandbox, reason: string, detail: string, wasRunning: boolean) => void} o.onDestroy
    * @param {Element} o.container where the iframe goes
-   * @param {{stripCsp?: boolean, keepIframeOnDestroy?: boolean}} [o.testing] negative controls for
-   *        the checks only: they exist to show that B2 and B4 fail without the CSP / the removal.
+   * @param {{stripCsp?: boolean, keepIframeOnDestroy?: boolean, omitAddressSpace?: boolean}} [o.testing]
+   *        negative controls for the checks only: they exist to show that B2, B4 and M6 fail
+   *        without the CSP / the iframe's removal / the public address space.
    */
   constructor(o) {
     this.id = nextSandboxId++;
@@ -170,7 +171,7 @@ export class Sandbox {
     }
     try {
       const r = await directFetch({ url: m.url, method: m.method, headers: m.headers, body: m.body },
-        { ...this._o.fetchOptions, signal: call.controller.signal });
+        { ...this._o.fetchOptions, omitAddressSpace: Boolean(this._testing.omitAddressSpace), signal: call.controller.signal });
       reply({ ok: true, status: r.status, statusText: r.statusText, headers: r.headers, body: r.body });
     } catch (e) {
       const code = e instanceof FetchRefused ? e.code : 'network_error';

@@ -34,9 +34,20 @@ for (let i = 0; i < argv.length; i++) {
 const canaryLog = [];
 function startCanary() {
   const server = http.createServer((req, res) => {
-    canaryLog.push({ method: req.method, url: req.url, at: Date.now() });
+    canaryLog.push({ method: req.method, url: req.url, at: Date.now(), cookie: req.headers.cookie || null });
     const p = new URL(req.url, 'http://x').pathname;
     const headers = { 'access-control-allow-origin': '*', 'cache-control': 'no-store' };
+    // Routes for the direct-mode checks (M9-M12), reached only with the address space omitted.
+    if (p === '/m/redirect') { res.writeHead(302, { ...headers, location: '/m/after-redirect' }).end(); return; }
+    if (p === '/m/slow') { res.writeHead(200, headers); res.write('a'); return; }  // never ends
+    if (p === '/m/big') {
+      res.writeHead(200, { ...headers, 'content-type': 'application/octet-stream' });
+      const chunk = Buffer.alloc(64 * 1024, 120);
+      let n = 0;
+      const more = () => { while (n < 64) { n++; if (!res.write(chunk)) { res.once('drain', more); return; } } res.end(); };
+      more();
+      return;
+    }
     if (p.endsWith('.js')) res.writeHead(200, { ...headers, 'content-type': 'text/javascript' }).end('self.__canary = 1; export {};');
     else if (p.startsWith('/p/eventsource')) res.writeHead(200, { ...headers, 'content-type': 'text/event-stream' }).end('data: hi\n\n');
     else res.writeHead(200, { ...headers, 'content-type': 'text/plain' }).end('canary');
@@ -205,6 +216,19 @@ async function spinAndMeasure(env, testing, how) {
 }
 
 // ---------------------------------------------------------------- the checks
+
+// A tool that fetches `u` and says what happened.
+const FETCH_CODE = `async ({u}) => { try { const r = await fetch(u); return 'fetched ' + r.status + ' ' + (await r.text()).length; } catch (e) { return e.name + ':' + e.code; } }`;
+
+// A host whose policy allows everything and whose direct fetch omits the
+// public address space (test mode), so the loopback canary is reachable:
+// what remains to stop a request is direct mode's own rules (M9-M12).
+async function directHost(page, fetchOptions) {
+  await page.evaluate((fetchOptions) => {
+    if (window.h) window.h.close();
+    window.h = new window.taskyon.SandboxHost({ decide: async () => ({ allow: true }), fetchOptions, testing: { omitAddressSpace: true } });
+  }, fetchOptions);
+}
 
 const COUNTER = '({step = 1}) => { globalThis.__count = (globalThis.__count ?? 0) + step; return {count: globalThis.__count}; }';
 
@@ -461,6 +485,21 @@ const checks = [
     return 'fetch -> CapabilityError policy_unavailable, canary 0, sandbox kept';
   }],
 
+  ['M2', 'global_fetch_is_context_fetch', 'global fetch is the call\'s context.fetch: both go to the host page and get its decision', async (env) => {
+    const { page } = env;
+    await newHost(page);
+    canaryLog.length = 0;
+    const r = await call(page, { tool: 'f', revision: 'r1', args: { u: env.canary + '/p/m2' }, code: `async ({u}, context) => {
+      const codes = [];
+      for (const f of [fetch, globalThis.fetch, self.fetch, context.fetch]) { try { await f(u); codes.push('fetched'); } catch (e) { codes.push(e.code); } }
+      return {same: globalThis.fetch === context.fetch, codes};
+    }` });
+    expect(r.ok && r.value.same, 'globalThis.fetch !== context.fetch');
+    expect(r.value.codes.every((c) => c === 'policy_unavailable'), 'codes ' + r.value.codes);
+    expect(canaryLog.length === 0, 'the canary was reached');
+    return 'fetch, globalThis.fetch, self.fetch and context.fetch are one function; all four refused by the host (policy_unavailable)';
+  }],
+
   ['M6', 'direct_mode_public_address_space', 'even a policy that allows everything cannot reach a loopback server: direct mode uses targetAddressSpace "public"', async (env) => {
     const { page } = env;
     await page.evaluate(() => {
@@ -472,6 +511,57 @@ const checks = [
     expect(r.ok && r.value === 'CapabilityError:network_error', 'got ' + JSON.stringify(r.value ?? r.error));
     expect(canaryLog.length === 0, `the canary saw ${canaryLog.length} request(s)`);
     return 'allow-all decider, loopback target: refused by Chromium before sending (network_error), canary 0';
+  }],
+
+  ['M6', 'address_space_removal_is_detected', 'the same allow-all fetch without targetAddressSpace (test mode) DOES reach the loopback canary: the check can fail', async (env) => {
+    const { page } = env;
+    await directHost(page, {});
+    canaryLog.length = 0;
+    const r = await call(page, { tool: 'f', revision: 'r1', code: FETCH_CODE, args: { u: env.canary + '/p/allowed' } });
+    expect(canaryLog.length > 0, 'without the address space the canary still saw nothing: the check proves nothing');
+    return `without targetAddressSpace: ${r.value}, canary saw ${canaryLog.length} request(s)`;
+  }],
+
+  ['M9', 'no_ambient_credentials', 'a mediated request carries none of the host page\'s cookies', async (env) => {
+    const { page } = env;
+    await page.evaluate(() => { document.cookie = 'hostsession=secret; path=/; SameSite=Lax'; });
+    const control = await page.evaluate(async (u) => { await fetch(u, { credentials: 'include' }).catch(() => {}); return true; }, env.canary + '/p/control');
+    const withCookie = canaryLog.filter((h) => h.url === '/p/control' && h.cookie && h.cookie.includes('hostsession=secret')).length;
+    expect(control && withCookie === 1, 'the control request (credentials: include) did not carry the cookie: the check would prove nothing');
+    await directHost(page, {});
+    canaryLog.length = 0;
+    const r = await call(page, { tool: 'f', revision: 'r1', code: FETCH_CODE, args: { u: env.canary + '/p/mediated' } });
+    const hit = canaryLog.find((h) => h.url === '/p/mediated');
+    expect(r.ok && hit, 'the mediated request did not arrive: ' + JSON.stringify(r.value ?? r.error));
+    expect(hit.cookie === null, `the mediated request carried cookies: ${hit.cookie}`);
+    return `the page's own request carried the cookie, the mediated one none (${r.value})`;
+  }],
+
+  ['M10', 'no_automatic_redirects', 'a redirect is refused as a tool error and its target never requested', async (env) => {
+    const { page } = env;
+    await directHost(page, {});
+    canaryLog.length = 0;
+    const r = await call(page, { tool: 'f', revision: 'r1', code: FETCH_CODE, args: { u: env.canary + '/m/redirect' } });
+    await sleep(100);
+    expect(r.ok && r.value === 'CapabilityError:redirect_not_followed', 'got ' + JSON.stringify(r.value ?? r.error));
+    expect(!canaryLog.some((h) => h.url.startsWith('/m/after-redirect')), 'the redirect target was requested');
+    return 'a 302 -> CapabilityError redirect_not_followed; the target never requested';
+  }],
+
+  ['M11', 'timeouts_enforced', 'a response that never ends is cut at the fetch timeout, a tool error, the sandbox kept', async (env) => {
+    const { page } = env;
+    await directHost(page, { timeoutMs: 300 });
+    const r = await call(page, { tool: 'f', revision: 'r1', code: FETCH_CODE, args: { u: env.canary + '/m/slow' } });
+    expect(r.ok && r.value === 'CapabilityError:timeout', 'got ' + JSON.stringify(r.value ?? r.error));
+    return 'an endless response -> CapabilityError timeout after 300 ms; the call went on';
+  }],
+
+  ['M12', 'response_size_limits_enforced', 'a response larger than the cap is refused as a tool error', async (env) => {
+    const { page } = env;
+    await directHost(page, { maxResponseBytes: 1 << 20 });
+    const r = await call(page, { tool: 'f', revision: 'r1', code: FETCH_CODE, args: { u: env.canary + '/m/big' } });
+    expect(r.ok && r.value === 'CapabilityError:response_too_large', 'got ' + JSON.stringify(r.value ?? r.error));
+    return 'a 4 MiB response with a 1 MiB cap -> CapabilityError response_too_large';
   }],
 ];
 
