@@ -28,6 +28,7 @@ export async function directFetch(req, opts = {}) {
   const signals = [AbortSignal.timeout(timeoutMs)];
   if (opts.signal) signals.push(opts.signal);
   const signal = AbortSignal.any(signals);
+  /** @type {RequestInit & {targetAddressSpace?: string}} */
   const init = {
     method: req.method,
     headers: req.headers,

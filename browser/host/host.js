@@ -30,13 +30,15 @@ export class SandboxHost {
    * @param {(request: object) => Promise<object>} [o.decide] the fetch policy (policy.js); default refuses all
    * @param {URL|string} [o.assetsBase] folder of bootstrap.js and harness.js
    * @param {object} [o.fetchOptions] direct-mode fetch limits (fetch.js)
-   * @param {object} [o.testing] negative controls for the checks (sandbox.js); never in a product page
+   * @param {{stripCsp?: boolean, keepIframeOnDestroy?: boolean, omitAddressSpace?: boolean, noRecycle?: boolean}} [o.testing]
+   *        negative controls for the checks (sandbox.js); never in a product page
    * @param {Element} [o.container] where sandbox iframes go (document.body)
    */
   constructor(o = {}) {
     this._decide = o.decide || refuseAll;
     this._assetsBase = new URL(o.assetsBase || '../sandbox/', import.meta.url);
     this._fetchOptions = o.fetchOptions || {};
+    /** @type {{stripCsp?: boolean, keepIframeOnDestroy?: boolean, omitAddressSpace?: boolean, noRecycle?: boolean}} */
     this._testing = Object.freeze({ ...(o.testing || {}) });
     this._container = o.container || document.body;
     this._assets = null;
@@ -85,7 +87,7 @@ export class SandboxHost {
    * Runs one call of a tool revision.
    * @param {{tool: string, revision: string, session?: string, code: string, args?: unknown,
    *          timeoutMs?: number, disposable?: boolean, signal?: AbortSignal}} c
-   * @returns {Promise<{ok: boolean, value?: unknown, error?: {code: string, message: string}, logs: object[], sandbox: number}>}
+   * @returns {Promise<{ok: boolean, value?: unknown, error?: {code: string, message: string}, logs: object[], sandbox?: number}>}
    *   error.code is the destruction reason when the sandbox was destroyed, the thrown
    *   error's code (or "tool_error") when the tool threw and the sandbox was kept.
    */

@@ -76,9 +76,10 @@ export class Sandbox {
     this.readyAt = null;
   }
 
-  /** Creates the iframe and worker; resolves when the tool code is loaded. */
+  /** Creates the iframe and worker; resolves when the tool code is loaded.
+   * @returns {Promise<void>} */
   start() {
-    return new Promise((resolve, reject) => {
+    return new Promise((/** @type {(v?: void) => void} */ resolve, reject) => {
       this._startWaiter = { resolve, reject, timer: setTimeout(() => this.destroy('start_failed', 'not ready within ' + START_TIMEOUT_MS + ' ms'), START_TIMEOUT_MS) };
       const { assets } = this._o;
       const iframe = document.createElement('iframe');
@@ -119,7 +120,7 @@ export class Sandbox {
     if (this.state === 'destroyed') return;
     const expect = { state: this.state, callId: this._call ? this._call.id : null };
     const v = validateMessage(e.data, e.ports ? e.ports.length : 0, expect);
-    if (!v.ok) {
+    if (v.ok === false) {
       for (const p of e.ports || []) p.close();
       const d = e.data;
       const crashed = d && typeof d === 'object' && d.t === 'supervisor' && d.reason === 'worker_error';
@@ -191,7 +192,8 @@ export class Sandbox {
   /**
    * Runs one call (the host serializes calls; a second concurrent call is refused).
    * @param {unknown} args @param {{timeoutMs: number, signal?: AbortSignal}} opts
-   * @returns {Promise<{ok: boolean, value?: unknown, error?: {code: string, name?: string, message: string}, logs: object[]}>}
+   * @returns {Promise<{ok: boolean, value?: unknown, error?: {code: string, name?: string, message: string}, logs: object[],
+   *                    sandboxKept?: boolean, deadline?: number}>}  deadline: performance.now() of the timeout
    */
   run(args, { timeoutMs, signal }) {
     if (this.state !== 'ready') return Promise.resolve({ ok: false, error: { code: 'not_ready', message: 'sandbox is ' + this.state }, logs: [] });

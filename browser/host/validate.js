@@ -35,13 +35,13 @@ const uint = (v) => Number.isSafeInteger(v) && v >= 0;
 
 /**
  * Checks one message from a sandbox.
- * @param {unknown} d        event.data
+ * @param {any} d            event.data
  * @param {number} portCount event.ports.length (must be 0)
  * @param {{state: string, callId: number|null}} expect what the host waits for
  * @returns {{ok: true, msg: any} | {ok: false, reason: string}}
  */
 export function validateMessage(d, portCount, expect) {
-  const bad = (reason) => ({ ok: false, reason });
+  const bad = (reason) => /** @type {{ok: false, reason: string}} */ ({ ok: false, reason });
   if (portCount !== 0) return bad('a message carried a MessagePort (one port per sandbox)');
   if (!isPlain(d) || typeof d.t !== 'string') return bad('not a plain object with a type');
   switch (d.t) {

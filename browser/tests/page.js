@@ -2,7 +2,7 @@
 // page holds, to show that sandboxed code never sees it (B1).
 import * as host from '../host/host.js';
 
-window.__hostSecret = 'host-page-secret';
+/** @type {any} */ (window).__hostSecret = 'host-page-secret';
 try { localStorage.setItem('taskyon-host-secret', 'host-page-secret'); } catch { /* not needed */ }
-window.taskyon = host;
-window.taskyonReady = true;
+/** @type {any} */ (window).taskyon = host;
+/** @type {any} */ (window).taskyonReady = true;

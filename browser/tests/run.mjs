@@ -129,8 +129,10 @@ async function iframeProbes(frame, canary) {
   }, canary);
 }
 
-function sandboxFrame(page) {
-  return page.frames().find((f) => f !== page.mainFrame() && f.url() === 'about:srcdoc');
+// The (one) sandbox iframe's frame, for code run in the supervisor's realm.
+async function sandboxFrame(page) {
+  const el = await page.$('iframe');
+  return el ? el.contentFrame() : null;
 }
 
 // Runs the 15 probes in a sandbox of a host made with `testing`; returns what the canary saw.
@@ -140,7 +142,7 @@ async function runProbes(env, testing) {
   canaryLog.length = 0;
   const r = await call(page, { tool: 'probe', revision: 'r-probe', code: PROBE_CODE, args: { canary: env.canary }, timeoutMs: 30000 });
   expect(r.ok, 'the probe tool failed: ' + JSON.stringify(r.error));
-  const frame = sandboxFrame(page);
+  const frame = await sandboxFrame(page);
   expect(frame, 'no sandbox iframe frame found');
   const inFrame = await iframeProbes(frame, env.canary);
   await sleep(300);  // late requests (keepalive, nested workers) still count
@@ -250,7 +252,7 @@ const checks = [
     expect(v.idb !== 'opened', 'IndexedDB opened in the worker');
     const attrs = await page.evaluate(() => [...document.querySelectorAll('iframe')].map((f) => f.getAttribute('sandbox')));
     expect(attrs.length === 1 && attrs[0] === 'allow-scripts', `iframe sandbox attribute is ${JSON.stringify(attrs)}, not exactly "allow-scripts"`);
-    const frame = sandboxFrame(page);
+    const frame = await sandboxFrame(page);
     const f = await frame.evaluate(() => {
       const t = (fn) => { try { fn(); return 'allowed'; } catch (e) { return 'threw ' + e.name; } };
       return { origin: self.origin, parentDoc: t(() => parent.document.title), storage: t(() => localStorage.length), cookie: t(() => document.cookie) };
@@ -336,7 +338,7 @@ const checks = [
     const { page } = env;
     await newHost(page);
     const first = await call(page, { tool: 't', revision: 'r1', code: COUNTER });
-    await sandboxFrame(page).evaluate(() => parent.postMessage({ t: 'result', id: 1, ok: true, json: '1' }, '*'));
+    await (await sandboxFrame(page)).evaluate(() => parent.postMessage({ t: 'result', id: 1, ok: true, json: '1' }, '*'));
     await sleep(200);
     const e = destroyed(await hostLog(page), first.sandbox);
     expect(e && e.reason === 'protocol_violation', 'not destroyed after a window message');
