@@ -69,6 +69,7 @@ export class Sandbox {
     this._testing = o.testing || {};
     this._call = null;        // {id, resolve, logs, timer, controller, requests}
     this._nextCallId = 1;
+    this._codeLine = 0;
     this._startWaiter = null;
     this.iframe = null;
     this.port = null;
@@ -106,7 +107,9 @@ export class Sandbox {
     this.port = channel.port1;
     this.port.onmessage = (e) => this._onMessage(e);
     this.port.onmessageerror = () => this.destroy('protocol_violation', 'a message could not be deserialized');
-    const source = this._o.assets.harness + '\n__taskyonStart((\n' + this._o.code + '\n));\n';
+    const prefix = this._o.assets.harness + '\n__taskyonStart((\n';
+    this._codeLine = prefix.split('\n').length - 1;  // lines before the tool code's first
+    const source = prefix + this._o.code + '\n));\n';
     // An opaque origin cannot be named as a target: '*' it is, and the port is what binds.
     this.iframe.contentWindow.postMessage({ t: 'bind', source }, '*', [channel.port2]);
   }
@@ -124,7 +127,12 @@ export class Sandbox {
       for (const p of e.ports || []) p.close();
       const d = e.data;
       const crashed = d && typeof d === 'object' && d.t === 'supervisor' && d.reason === 'worker_error';
-      this.destroy(crashed ? 'boundary_failure' : 'protocol_violation', v.reason);
+      // Line numbers of a worker error count from the harness; name the tool code's line.
+      const detail = crashed ? v.reason.replace(/ at line (\d+)\)$/, (_, n) => {
+        const line = Number(n) - this._codeLine;
+        return line >= 1 ? ` at line ${line} of the tool code)` : ` in the harness, line ${n})`;
+      }) : v.reason;
+      this.destroy(crashed ? 'boundary_failure' : 'protocol_violation', detail);
       return;
     }
     const m = v.msg;
