@@ -30,7 +30,7 @@ export class SandboxHost {
    * @param {(request: object) => Promise<object>} [o.decide] the fetch policy (policy.js); default refuses all
    * @param {URL|string} [o.assetsBase] folder of bootstrap.js and harness.js
    * @param {object} [o.fetchOptions] direct-mode fetch limits (fetch.js)
-   * @param {{stripCsp?: boolean, keepIframeOnDestroy?: boolean, omitAddressSpace?: boolean, noRecycle?: boolean}} [o.testing]
+   * @param {{stripCsp?: boolean, cspLayers?: string, keepIframeOnDestroy?: boolean, omitAddressSpace?: boolean, noRecycle?: boolean}} [o.testing]
    *        negative controls for the checks (sandbox.js); never in a product page
    * @param {Element} [o.container] where sandbox iframes go (document.body)
    */
@@ -38,7 +38,7 @@ export class SandboxHost {
     this._decide = o.decide || refuseAll;
     this._assetsBase = new URL(o.assetsBase || '../sandbox/', import.meta.url);
     this._fetchOptions = o.fetchOptions || {};
-    /** @type {{stripCsp?: boolean, keepIframeOnDestroy?: boolean, omitAddressSpace?: boolean, noRecycle?: boolean}} */
+    /** @type {{stripCsp?: boolean, cspLayers?: string, keepIframeOnDestroy?: boolean, omitAddressSpace?: boolean, noRecycle?: boolean}} */
     this._testing = Object.freeze({ ...(o.testing || {}) });
     this._container = o.container || document.body;
     this._assets = null;

@@ -54,9 +54,10 @@ export class Sandbox {
    * @param {object} [o.fetchOptions] directFetch options (timeoutMs, maxResponseBytes)
    * @param {(sb: Sandbox, reason: string, detail: string, wasRunning: boolean) => void} o.onDestroy
    * @param {Element} o.container where the iframe goes
-   * @param {{stripCsp?: boolean, keepIframeOnDestroy?: boolean, omitAddressSpace?: boolean}} [o.testing]
+   * @param {{stripCsp?: boolean, cspLayers?: string, keepIframeOnDestroy?: boolean, omitAddressSpace?: boolean}} [o.testing]
    *        negative controls for the checks only: they exist to show that B2, B4 and M6 fail
-   *        without the CSP / the iframe's removal / the public address space.
+   *        without the CSP / the iframe's removal / the public address space; cspLayers
+   *        'meta' or 'attribute' keeps one CSP layer only.
    */
   constructor(o) {
     this.id = nextSandboxId++;
@@ -88,12 +89,12 @@ export class Sandbox {
       iframe.setAttribute('referrerpolicy', 'no-referrer');
       iframe.setAttribute('title', 'tool sandbox');
       iframe.style.display = 'none';
-      if (this._testing.stripCsp) {
-        iframe.srcdoc = `<script>${assets.bootstrap}</script>`;
-      } else {
-        iframe.setAttribute('csp', assets.csp);
-        iframe.srcdoc = `<meta http-equiv="Content-Security-Policy" content="${assets.csp}"><script>${assets.bootstrap}</script>`;
-      }
+      // Two layers: the meta CSP first in the srcdoc, and the csp attribute (Chromium's
+      // embedded enforcement). The test modes drop one or both to show each layer holds alone.
+      const layers = this._testing.stripCsp ? '' : (this._testing.cspLayers || 'meta+attribute');
+      if (layers.includes('attribute')) iframe.setAttribute('csp', assets.csp);
+      const meta = layers.includes('meta') ? `<meta http-equiv="Content-Security-Policy" content="${assets.csp}">` : '';
+      iframe.srcdoc = `${meta}<script>${assets.bootstrap}</script>`;
       iframe.dataset.sandboxId = String(this.id);
       iframe.addEventListener('load', () => this._bind(), { once: true });
       this.iframe = iframe;

@@ -295,6 +295,16 @@ const checks = [
     return `15 probes (${Object.keys(probes).join(', ')}): canary saw 0 requests; eval/new Function: ${value.eval}`;
   }],
 
+  ['B2', 'each_csp_layer_blocks_alone', 'the meta CSP alone and the csp attribute alone (test modes) each keep the canary at 0', async (env) => {
+    const out = [];
+    for (const cspLayers of ['meta', 'attribute']) {
+      const { probes, hits } = await runProbes(env, { cspLayers });
+      expect(hits.length === 0, `with the ${cspLayers} layer alone the canary saw ${hits.map((h) => h.url).join(', ')}`);
+      out.push(`${cspLayers} alone: ${Object.keys(probes).length} probes, 0 requests`);
+    }
+    return out.join('; ');
+  }],
+
   ['B2', 'csp_removal_is_detected', 'the same probes with the CSP stripped (test mode) DO reach the canary: the check can fail', async (env) => {
     const { probes, hits } = await runProbes(env, { stripCsp: true });
     const paths = new Set(hits.map((h) => new URL(h.url, 'http://x').pathname.replace(/^\/p\//, '').replace(/\..*$/, '')));
