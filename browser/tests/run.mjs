@@ -265,6 +265,17 @@ const checks = [
     return `worker origin "null", ${v.href.slice(0, 10)}… script, no window/document/parent/storage; iframe sandbox="allow-scripts", parent and storage throw`;
   }],
 
+  ['B1', 'runs_under_a_strict_host_csp', 'a host page with a strict CSP of its own (self, the bootstrap hash, blob: workers) runs sandboxes', async (env) => {
+    const { page } = env;
+    await page.goto(env.hostUrl + '?csp=strict');
+    await page.waitForFunction(() => window.taskyonReady === true);
+    await newHost(page);
+    const r = await call(page, { tool: 'counter', revision: 'r1', code: COUNTER });
+    const r2 = await call(page, { tool: 'counter', revision: 'r1', code: COUNTER });
+    expect(r.ok && r2.ok && r2.value.count === 2, 'calls failed under the strict host CSP: ' + JSON.stringify(r.error || r2.error));
+    return 'counter 1, 2 under the host CSP default-src \'none\'; script-src \'self\' <bootstrap hash> blob:; worker-src blob:; connect-src \'self\'';
+  }],
+
   ['B2', 'csp_first_and_in_attribute', 'the srcdoc starts with the meta CSP, repeated in the csp attribute, pinning the bootstrap by hash', async (env) => {
     const { page } = env;
     await newHost(page);
@@ -622,9 +633,10 @@ for (const [id, name, desc, fn] of selected) {
   const started = Date.now();
   let outcome, reason;
   try {
-    await page.goto(`http://127.0.0.1:${hostPort}/tests/page.html`);
+    const hostUrl = `http://127.0.0.1:${hostPort}/tests/page.html`;
+    await page.goto(hostUrl);
     await page.waitForFunction(() => window.taskyonReady === true);
-    reason = await fn({ page, cdp, canary: `http://127.0.0.1:${canaryPort}` });
+    reason = await fn({ page, cdp, hostUrl, canary: `http://127.0.0.1:${canaryPort}` });
     outcome = 'PASS';
   } catch (e) {
     outcome = 'FAIL';

@@ -4,6 +4,7 @@ import http from 'node:http';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import crypto from 'node:crypto';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');  // browser/
 
@@ -25,9 +26,20 @@ export function startHostServer() {
       res.writeHead(404).end('not found');
       return;
     }
-    res.writeHead(200, { 'content-type': TYPES[path.extname(file)] || 'application/octet-stream', 'cache-control': 'no-store' });
+    const headers = { 'content-type': TYPES[path.extname(file)] || 'application/octet-stream', 'cache-control': 'no-store' };
+    if (url.searchParams.get('csp') === 'strict' && file.endsWith('.html')) headers['content-security-policy'] = strictHostCsp();
+    res.writeHead(200, headers);
     fs.createReadStream(file).pipe(res);
   });
   return server;
 }
 
+
+// A strict CSP for a host page: its own scripts, the sandbox bootstrap's hash
+// (a srcdoc iframe inherits the page's CSP, the intersection applies) and
+// blob: workers; nothing else. The hash is computed from the file served.
+export function strictHostCsp() {
+  const boot = fs.readFileSync(path.join(root, 'sandbox', 'bootstrap.js'));
+  const hash = 'sha256-' + crypto.createHash('sha256').update(boot).digest('base64');
+  return `default-src 'none'; script-src 'self' '${hash}' blob:; worker-src blob:; connect-src 'self'; base-uri 'none'; form-action 'none'; object-src 'none'`;
+}
