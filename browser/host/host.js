@@ -5,11 +5,12 @@
 //   one sandbox (loaded code, in-memory state); other keys never share it.
 // * Calls with one key are serialized (a queue per key); each call gets a
 //   fresh `context` in the worker, refused once that call has ended.
-// * Destroyed on: activate() of another revision of the tool ("revision_changed"),
+// * Destroyed on: activate() of another revision of the tool ("superseded"),
 //   timeout ("timeout"), a protocol violation or worker crash
-//   ("protocol_violation", "boundary_failure"), the caller's abort signal
-//   ("aborted"), terminate() ("terminated"), after a disposable call
-//   ("disposable"), close() ("host_closed"), a failed start ("start_failed");
+//   ("protocol_error", "crashed"), the caller's abort signal
+//   ("cancelled"), terminate() ("terminated"), closeSession() ("session_closed"),
+//   after a disposable call ("disposable"), close() ("host_closed"), a failed
+//   start ("start_failed"); the names are the CLI pool's where it has one;
 //   and every other live sandbox when one is stopped while its code runs
 //   ("renderer_recycled", see _recycleRenderer: B4 in a shared renderer).
 // * Every creation and destruction is appended to `host.log` with its reason
@@ -107,7 +108,7 @@ export class SandboxHost {
     const key = keyOf(c.revision, session);
     const prev = this._queues.get(key) || Promise.resolve();
     const turn = prev.then(async () => {
-      if (c.signal && c.signal.aborted) return { ok: false, error: { code: 'aborted', message: 'aborted before it ran' }, logs: [] };
+      if (c.signal && c.signal.aborted) return { ok: false, error: { code: 'cancelled', message: 'aborted before it ran' }, logs: [] };
       let sb = this._retained.get(key);
       if (!sb || sb.state === 'destroyed') {
         try { sb = await this._create(c.tool, c.revision, session, c.code); } catch (e) { return startFailure(e); }
@@ -144,7 +145,7 @@ export class SandboxHost {
   activate(tool, revision) {
     this._active.set(tool, revision);
     for (const sb of [...this._live]) {
-      if (sb.tool === tool && sb.revision !== revision) sb.destroy('revision_changed', `${tool} is now ${revision}`);
+      if (sb.tool === tool && sb.revision !== revision) sb.destroy('superseded', `${tool} is now ${revision}`);
     }
   }
 
@@ -153,6 +154,15 @@ export class SandboxHost {
     const sb = this._retained.get(keyOf(revision, session));
     if (sb) sb.destroy('terminated', 'terminated by the host');
     return Boolean(sb);
+  }
+
+  /** Destroys every retained sandbox of `session` (H3: a session's state ends with it). */
+  closeSession(session) {
+    let n = 0;
+    for (const sb of [...this._live]) {
+      if (sb.session === session) { sb.destroy('session_closed', `session ${session} closed`); n++; }
+    }
+    return n;
   }
 
   /** The live sandboxes: {id, tool, revision, session, state}. */

@@ -107,7 +107,7 @@ export class Sandbox {
     const channel = new MessageChannel();
     this.port = channel.port1;
     this.port.onmessage = (e) => this._onMessage(e);
-    this.port.onmessageerror = () => this.destroy('protocol_violation', 'a message could not be deserialized');
+    this.port.onmessageerror = () => this.destroy('protocol_error', 'a message could not be deserialized');
     const prefix = this._o.assets.harness + '\n__taskyonStart((\n';
     this._codeLine = prefix.split('\n').length - 1;  // lines before the tool code's first
     const source = prefix + this._o.code + '\n));\n';
@@ -117,7 +117,7 @@ export class Sandbox {
 
   /** A message from the sandbox's iframe window (not the port): always a violation (B3). */
   onWindowMessage() {
-    this.destroy('protocol_violation', 'a window message from the sandbox (only the bound port may speak)');
+    this.destroy('protocol_error', 'a window message from the sandbox (only the bound port may speak)');
   }
 
   _onMessage(e) {
@@ -133,7 +133,7 @@ export class Sandbox {
         const line = Number(n) - this._codeLine;
         return line >= 1 ? ` at line ${line} of the tool code)` : ` in the harness, line ${n})`;
       }) : v.reason;
-      this.destroy(crashed ? 'boundary_failure' : 'protocol_violation', detail);
+      this.destroy(crashed ? 'crashed' : 'protocol_error', detail);
       return;
     }
     const m = v.msg;
@@ -145,7 +145,7 @@ export class Sandbox {
       this._startWaiter = null;
       w.resolve();
     } else if (m.t === 'log') {
-      if (this._call.logs.length >= 1000) { this.destroy('protocol_violation', 'more than 1000 log messages in one call'); return; }
+      if (this._call.logs.length >= 1000) { this.destroy('protocol_error', 'more than 1000 log messages in one call'); return; }
       this._call.logs.push({ level: m.level, text: m.text });
     } else if (m.t === 'result') {
       const call = this._call;
@@ -161,7 +161,7 @@ export class Sandbox {
   async _onFetch(m) {
     const call = this._call;
     if (call.requests.has(m.req) || call.requests.size >= 64) {
-      this.destroy('protocol_violation', 'a repeated request id or more than 64 requests in one call');
+      this.destroy('protocol_error', 'a repeated request id or more than 64 requests in one call');
       return;
     }
     call.requests.add(m.req);
@@ -212,15 +212,15 @@ export class Sandbox {
       this.state = 'busy';
       call.timer = setTimeout(() => this.destroy('timeout', `the call ran longer than ${timeoutMs} ms`), timeoutMs);
       call.deadline = performance.now() + timeoutMs;
-      if (signal && signal.aborted) { this.destroy('aborted', 'the caller aborted the call'); return; }
+      if (signal && signal.aborted) { this.destroy('cancelled', 'the caller aborted the call'); return; }
       if (signal) {
-        call.onAbort = () => this.destroy('aborted', 'the caller aborted the call');
+        call.onAbort = () => this.destroy('cancelled', 'the caller aborted the call');
         signal.addEventListener('abort', call.onAbort, { once: true });
       }
       try {
         this.port.postMessage({ t: 'call', id: call.id, args });
       } catch (e) {
-        this.destroy('protocol_violation', 'the arguments cannot be sent: ' + (e && e.message));
+        this.destroy('protocol_error', 'the arguments cannot be sent: ' + (e && e.message));
       }
     });
   }

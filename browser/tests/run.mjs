@@ -328,8 +328,8 @@ const checks = [
     await newHost(page);
     const r = await call(page, { tool: 't', revision: 'r1', code: "() => { self.postMessage({t: 'grant', origin: 'https://x'}); return new Promise(() => {}); }" });
     const e = destroyed(await hostLog(page), r.sandbox);
-    expect(!r.ok && r.error.code === 'protocol_violation', 'the call ended with ' + JSON.stringify(r.error || r.value));
-    expect(e && e.reason === 'protocol_violation', 'no destruction recorded');
+    expect(!r.ok && r.error.code === 'protocol_error', 'the call ended with ' + JSON.stringify(r.error || r.value));
+    expect(e && e.reason === 'protocol_error', 'no destruction recorded');
     expect((await page.evaluate(() => document.querySelectorAll('iframe').length)) === 0, 'the iframe is still there');
     return `destroyed: ${e.detail}`;
   }],
@@ -339,7 +339,7 @@ const checks = [
     await newHost(page);
     const r = await call(page, { tool: 't', revision: 'r1', code: "() => { const c = new MessageChannel(); self.postMessage({t: 'ready'}, [c.port2]); return new Promise(() => {}); }" });
     const e = destroyed(await hostLog(page), r.sandbox);
-    expect(!r.ok && e && e.reason === 'protocol_violation', 'not destroyed: ' + JSON.stringify(r));
+    expect(!r.ok && e && e.reason === 'protocol_error', 'not destroyed: ' + JSON.stringify(r));
     return `destroyed: ${e.detail}`;
   }],
 
@@ -354,7 +354,7 @@ const checks = [
     });
     await sleep(200);
     const e = destroyed(await hostLog(page), first.sandbox);
-    expect(e && e.reason === 'protocol_violation', 'not destroyed after a second bind');
+    expect(e && e.reason === 'protocol_error', 'not destroyed after a second bind');
     return `destroyed: ${e.detail}`;
   }],
 
@@ -365,7 +365,7 @@ const checks = [
     await (await sandboxFrame(page)).evaluate(() => parent.postMessage({ t: 'result', id: 1, ok: true, json: '1' }, '*'));
     await sleep(200);
     const e = destroyed(await hostLog(page), first.sandbox);
-    expect(e && e.reason === 'protocol_violation', 'not destroyed after a window message');
+    expect(e && e.reason === 'protocol_error', 'not destroyed after a window message');
     return `destroyed: ${e.detail}`;
   }],
 
@@ -380,7 +380,7 @@ const checks = [
     const out = [];
     for (const [name, code] of Object.entries(cases)) {
       const r = await call(page, { tool: name, revision: 'r-' + name, code });
-      expect(!r.ok && r.error.code === 'protocol_violation', `${name}: ${JSON.stringify(r.error || r.value)}`);
+      expect(!r.ok && r.error.code === 'protocol_error', `${name}: ${JSON.stringify(r.error || r.value)}`);
       out.push(`${name}: ${r.error.message}`);
     }
     return out.join('; ');
@@ -399,7 +399,7 @@ const checks = [
 
   ['B4', 'cpu_bound_abort_stops_within_200ms', 'an aborted while(true){} call stops using CPU within 200 ms', async (env) => {
     const m = await spinAndMeasure(env, {}, 'abort');
-    expect(!m.r.ok && m.r.error.code === 'aborted', 'the call was not aborted: ' + JSON.stringify(m.r));
+    expect(!m.r.ok && m.r.error.code === 'cancelled', 'the call was not aborted: ' + JSON.stringify(m.r));
     expect(m.busyMs <= 20, `worker threads used ${m.busyMs} ms of CPU in the ${m.windowMs} ms from abort + 200 ms (${m.busy})`);
     return `worker-thread CPU ${m.busyMs} ms in the ${m.windowMs} ms window from abort + 200 ms`;
   }],
@@ -450,14 +450,14 @@ const checks = [
     await page.evaluate(() => window.h.activate('counter', 'r2'));
     const log = await hostLog(page);
     const e = destroyed(log, a.sandbox);
-    expect(e && e.reason === 'revision_changed', 'the old revision\'s sandbox was not destroyed: ' + JSON.stringify(log));
+    expect(e && e.reason === 'superseded', 'the old revision\'s sandbox was not destroyed: ' + JSON.stringify(log));
     expect(!destroyed(log, other.sandbox), 'another tool\'s sandbox was destroyed');
     const b = await call(page, { tool: 'counter', revision: 'r2', code: COUNTER });
     expect(b.ok && b.value.count === 1, 'the new revision saw old state');
-    return `r1's sandbox destroyed (revision_changed), other tool kept, r2 starts at 1`;
+    return `r1's sandbox destroyed (superseded), other tool kept, r2 starts at 1`;
   }],
 
-  ['S4', 'timeout_and_boundary_failure_destroy', 'a timeout and a worker crash each destroy the sandbox; a thrown error keeps it', async (env) => {
+  ['S4', 'timeout_and_crashed_destroy', 'a timeout and a worker crash each destroy the sandbox; a thrown error keeps it', async (env) => {
     const { page } = env;
     await newHost(page);
     const t = await call(page, { tool: 't', revision: 'r-t', code: '() => new Promise(() => {})', timeoutMs: 100 });
@@ -466,12 +466,12 @@ const checks = [
     const k2 = await call(page, { tool: 'k', revision: 'r-k', code: "() => { throw Object.assign(new Error('no'), {code: 'mine'}); }" });
     const log = await hostLog(page);
     expect(t.error?.code === 'timeout' && destroyed(log, t.sandbox)?.reason === 'timeout', 'timeout: ' + JSON.stringify(t));
-    expect(c.error?.code === 'boundary_failure' && destroyed(log, c.sandbox)?.reason === 'boundary_failure', 'crash: ' + JSON.stringify(c));
+    expect(c.error?.code === 'crashed' && destroyed(log, c.sandbox)?.reason === 'crashed', 'crash: ' + JSON.stringify(c));
     expect(k1.error?.code === 'mine' && k1.sandbox === k2.sandbox && !destroyed(log, k1.sandbox), 'a thrown error destroyed the sandbox');
-    return `timeout -> destroyed (timeout); uncaught error in the worker -> destroyed (boundary_failure: ${destroyed(log, c.sandbox).detail}); thrown error -> tool error, sandbox kept`;
+    return `timeout -> destroyed (timeout); uncaught error in the worker -> destroyed (crashed: ${destroyed(log, c.sandbox).detail}); thrown error -> tool error, sandbox kept`;
   }],
 
-  ['S5', 'abort_or_terminate_destroys_sandbox', 'the caller\'s abort and terminate() each destroy the sandbox', async (env) => {
+  ['S5', 'abort_or_terminate_destroys_sandbox', 'the caller\'s abort, terminate() and closeSession() each destroy the sandbox', async (env) => {
     const { page } = env;
     await newHost(page);
     const a = await page.evaluate(() => {
@@ -482,10 +482,15 @@ const checks = [
     const b = await call(page, { tool: 'b', revision: 'r-b', code: COUNTER });
     await page.evaluate(() => window.h.terminate('r-b'));
     const b2 = await call(page, { tool: 'b', revision: 'r-b', code: COUNTER });
+    const s1 = await call(page, { tool: 'b', revision: 'r-b', session: 'alice', code: COUNTER });
+    const closed = await page.evaluate(() => window.h.closeSession('alice'));
+    const s2 = await call(page, { tool: 'b', revision: 'r-b', session: 'alice', code: COUNTER });
     const log = await hostLog(page);
-    expect(a.error?.code === 'aborted' && destroyed(log, a.sandbox)?.reason === 'aborted', 'abort: ' + JSON.stringify(a));
+    expect(closed === 1 && destroyed(log, s1.sandbox)?.reason === 'session_closed' && s2.value.count === 1 && !destroyed(log, b2.sandbox),
+      'closeSession did not destroy exactly the session\'s sandbox');
+    expect(a.error?.code === 'cancelled' && destroyed(log, a.sandbox)?.reason === 'cancelled', 'abort: ' + JSON.stringify(a));
     expect(destroyed(log, b.sandbox)?.reason === 'terminated' && b2.sandbox !== b.sandbox && b2.value.count === 1, 'terminate did not destroy');
-    return 'abort -> destroyed (aborted); terminate -> destroyed (terminated), next call in a fresh sandbox';
+    return 'abort -> destroyed (cancelled); terminate -> destroyed (terminated), next call in a fresh sandbox; closeSession -> that session\'s sandbox destroyed (session_closed), others kept';
   }],
 
   ['S6', 'disposable_call_fresh_and_destroyed', 'a disposable call gets a fresh sandbox, destroyed after it', async (env) => {
