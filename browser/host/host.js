@@ -98,6 +98,16 @@ export class SandboxHost {
     if (typeof c.tool !== 'string' || typeof c.revision !== 'string' || typeof c.code !== 'string') {
       return { ok: false, error: { code: 'bad_request', message: 'tool, revision and code must be strings' }, logs: [] };
     }
+    // The arguments are JSON (as in the CLI): anything else is refused before a sandbox is touched.
+    let args;
+    try {
+      const text = JSON.stringify(c.args ?? {});
+      if (text === undefined || text.length > 1 << 20) throw new Error('not JSON or over 1 MiB');
+      args = JSON.parse(text);
+    } catch (e) {
+      return { ok: false, error: { code: 'bad_request', message: 'the arguments must be JSON of at most 1 MiB: ' + (e && e.message) }, logs: [] };
+    }
+    c = { ...c, args };
     if (c.disposable) {
       let sb;
       try { sb = await this._create(c.tool, c.revision, session, c.code); } catch (e) { return startFailure(e); }

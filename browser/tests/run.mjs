@@ -457,18 +457,21 @@ const checks = [
     return `r1's sandbox destroyed (superseded), other tool kept, r2 starts at 1`;
   }],
 
-  ['S4', 'timeout_and_crashed_destroy', 'a timeout and a worker crash each destroy the sandbox; a thrown error keeps it', async (env) => {
+  ['S4', 'timeout_and_boundary_failure_destroy', 'a timeout and a worker crash each destroy the sandbox; a thrown error keeps it', async (env) => {
     const { page } = env;
     await newHost(page);
     const t = await call(page, { tool: 't', revision: 'r-t', code: '() => new Promise(() => {})', timeoutMs: 100 });
     const c = await call(page, { tool: 'c', revision: 'r-c', code: "() => { setTimeout(() => { throw new Error('boom'); }); return new Promise(() => {}); }" });
     const k1 = await call(page, { tool: 'k', revision: 'r-k', code: "() => { throw Object.assign(new Error('no'), {code: 'mine'}); }" });
     const k2 = await call(page, { tool: 'k', revision: 'r-k', code: "() => { throw Object.assign(new Error('no'), {code: 'mine'}); }" });
+    const before = (await hostLog(page)).length;
+    const bad = await page.evaluate(() => window.h.call({ tool: 'k', revision: 'r-k', code: '() => 1', args: { n: 1n } }));
     const log = await hostLog(page);
+    expect(bad.error?.code === 'bad_request' && log.length === before, 'arguments that are not JSON: ' + JSON.stringify(bad));
     expect(t.error?.code === 'timeout' && destroyed(log, t.sandbox)?.reason === 'timeout', 'timeout: ' + JSON.stringify(t));
     expect(c.error?.code === 'crashed' && destroyed(log, c.sandbox)?.reason === 'crashed', 'crash: ' + JSON.stringify(c));
     expect(k1.error?.code === 'mine' && k1.sandbox === k2.sandbox && !destroyed(log, k1.sandbox), 'a thrown error destroyed the sandbox');
-    return `timeout -> destroyed (timeout); uncaught error in the worker -> destroyed (crashed: ${destroyed(log, c.sandbox).detail}); thrown error -> tool error, sandbox kept`;
+    return `timeout -> destroyed (timeout); uncaught error in the worker -> destroyed (crashed: ${destroyed(log, c.sandbox).detail}); thrown error -> tool error, sandbox kept; non-JSON arguments -> bad_request, nothing created or destroyed`;
   }],
 
   ['S5', 'abort_or_terminate_destroys_sandbox', 'the caller\'s abort, terminate() and closeSession() each destroy the sandbox', async (env) => {
