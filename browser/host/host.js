@@ -22,6 +22,10 @@ import { refuseAll } from './policy.js';
 export { refuseAll } from './policy.js';
 export { sandboxCsp } from './sandbox.js';
 
+/** Every open SandboxHost of this page: recycling the renderer needs them all. */
+const openHosts = new Set();
+let recycling = false;
+
 /** Default milliseconds per call. */
 export const DEFAULT_TIMEOUT_MS = 5000;
 
@@ -54,6 +58,7 @@ export class SandboxHost {
       }
     };
     window.addEventListener('message', this._onWindowMessage);
+    openHosts.add(this);
   }
 
   _record(event, sb, reason = '', detail = '') {
@@ -140,14 +145,16 @@ export class SandboxHost {
   // every other live sandbox goes too ("renderer_recycled"). Retained state is a
   // performance feature (§5), never storage: losing it is the price of B4.
   _recycleRenderer(stopped, reason) {
-    if (this._testing.keepIframeOnDestroy || this._testing.noRecycle || this._recycling) return;
-    this._recycling = true;
+    if (this._testing.keepIframeOnDestroy || this._testing.noRecycle || recycling) return;
+    recycling = true;
     try {
-      for (const sb of [...this._live]) {
-        sb.destroy('renderer_recycled', `sandbox ${stopped.id} was stopped while running (${reason}); its renderer is shut down`);
+      for (const host of openHosts) {  // other hosts' sandboxes share the renderer too
+        for (const sb of [...host._live]) {
+          sb.destroy('renderer_recycled', `sandbox ${stopped.id} was stopped while running (${reason}); its renderer is shut down`);
+        }
       }
     } finally {
-      this._recycling = false;
+      recycling = false;
     }
   }
 
@@ -183,6 +190,7 @@ export class SandboxHost {
   close() {
     for (const sb of [...this._live]) sb.destroy('host_closed', 'the host closed');
     window.removeEventListener('message', this._onWindowMessage);
+    openHosts.delete(this);
   }
 }
 

@@ -198,6 +198,12 @@ async function spinAndMeasure(env, testing, how) {
   const { page, cdp } = env;
   await newHost(page, { testing });
   await call(page, { tool: 'warm', revision: 'r-warm', code: '() => 1' });  // assets loaded, renderer warm
+  // A second host of the page with a retained sandbox: it shares the renderer too.
+  await page.evaluate(async (testing) => {
+    if (window.h2) window.h2.close();
+    window.h2 = new window.taskyon.SandboxHost({ testing });
+    await window.h2.call({ tool: 'other', revision: 'r-other', code: '() => 1' });
+  }, testing);
   const code = '() => { while (true) {} }';
   const r = how === 'abort'
     ? await page.evaluate((code) => {
@@ -393,8 +399,10 @@ const checks = [
     expect(m.busyMs <= 20, `worker threads used ${m.busyMs} ms of CPU in the ${m.windowMs} ms from deadline + 200 ms (${m.busy})`);
     const iframes = await env.page.evaluate(() => document.querySelectorAll('iframe').length);
     const warm = (await hostLog(env.page)).find((e) => e.event === 'destroyed' && e.revision === 'r-warm');
-    expect(iframes === 0 && warm && warm.reason === 'renderer_recycled', `the renderer was not recycled (${iframes} iframes left)`);
-    return `destroyed ${m.destroyedAfterMs} ms after the deadline, the idle sandbox recycled with it; worker-thread CPU ${m.busyMs} ms in the ${m.windowMs} ms window from deadline + 200 ms`;
+    const other = await env.page.evaluate(() => window.h2.log.find((e) => e.event === 'destroyed'));
+    expect(iframes === 0 && warm && warm.reason === 'renderer_recycled' && other && other.reason === 'renderer_recycled',
+      `the renderer was not recycled (${iframes} iframes left)`);
+    return `destroyed ${m.destroyedAfterMs} ms after the deadline, the idle sandboxes of both hosts recycled with it; worker-thread CPU ${m.busyMs} ms in the ${m.windowMs} ms window from deadline + 200 ms`;
   }],
 
   ['B4', 'cpu_bound_abort_stops_within_200ms', 'an aborted while(true){} call stops using CPU within 200 ms', async (env) => {
@@ -408,6 +416,14 @@ const checks = [
     const m = await spinAndMeasure(env, { keepIframeOnDestroy: true }, 'timeout');
     expect(m.busyMs >= 50, `terminate() alone left only ${m.busyMs} ms of CPU in ${m.windowMs} ms: the B4 measurement would not see a running worker`);
     return `terminate() alone: worker-thread CPU ${m.busyMs} ms in ${m.windowMs} ms (still spinning; 2 shared cores)`;
+  }],
+
+  ['B4', 'iframe_removal_alone_is_detected', 'removing only the stopped sandbox\'s iframe (test mode: no renderer recycling) while other sandboxes keep the renderer leaves the worker spinning: the recycling is needed', async (env) => {
+    const m = await spinAndMeasure(env, { noRecycle: true }, 'timeout');
+    const iframes = await env.page.evaluate(() => document.querySelectorAll('iframe').length);
+    expect(iframes === 2, `expected the two idle sandboxes' iframes, found ${iframes}`);
+    expect(m.busyMs >= 50, `with its iframe removed the worker used only ${m.busyMs} ms of CPU in ${m.windowMs} ms: the renderer recycling would not be needed`);
+    return `iframe removed, renderer kept by two idle sandboxes: worker-thread CPU ${m.busyMs} ms in ${m.windowMs} ms (still spinning)`;
   }],
 
   ['S1', 'retained_per_revision_and_session', 'state survives calls of one (revision, session), never another session or revision', async (env) => {
