@@ -426,6 +426,19 @@ const checks = [
     return `iframe removed, renderer kept by two idle sandboxes: worker-thread CPU ${m.busyMs} ms in ${m.windowMs} ms (still spinning)`;
   }],
 
+  ['B5', 'worker_cannot_open_windows', 'the worker has no window.open; the iframe (no allow-popups) gets null from it and nothing is requested', async (env) => {
+    const { page } = env;
+    await newHost(page);
+    canaryLog.length = 0;
+    const r = await call(page, { tool: 'w', revision: 'r1', code: '() => ({open: typeof open, showModalDialog: typeof showModalDialog})' });
+    expect(r.ok && r.value.open === 'undefined', 'the worker has open: ' + JSON.stringify(r.value));
+    const pages = page.context().pages().length;
+    const opened = await (await sandboxFrame(page)).evaluate((u) => String(window.open(u + '/p/popup', '_blank')), env.canary);
+    await sleep(300);
+    expect(opened === 'null' && page.context().pages().length === pages && canaryLog.length === 0, `window.open in the iframe gave ${opened}, canary ${canaryLog.length}`);
+    return 'worker: typeof open is undefined; iframe: window.open gives null, no page, canary 0 (the host-window half of B5 is not built)';
+  }],
+
   ['S1', 'retained_per_revision_and_session', 'state survives calls of one (revision, session), never another session or revision', async (env) => {
     const { page } = env;
     await newHost(page);
