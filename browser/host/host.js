@@ -1,0 +1,206 @@
+// The browser sandbox host: retention, serialization and destruction as in
+// DESIGN §5, with browser sandboxes (sandbox.js).
+//
+// * Retained per (revision, session): consecutive calls with the same key reuse
+//   one sandbox (loaded code, in-memory state); other keys never share it.
+// * Calls with one key are serialized (a queue per key); each call gets a
+//   fresh `context` in the worker, refused once that call has ended.
+// * Destroyed on: activate() of another revision of the tool ("superseded"),
+//   timeout ("timeout"), a protocol violation or worker crash
+//   ("protocol_error", "crashed"), the caller's abort signal
+//   ("cancelled"), terminate() ("terminated"), closeSession() ("session_closed"),
+//   after a disposable call ("disposable"), close() ("host_closed"), a failed
+//   start ("start_failed"); the names are the CLI pool's where it has one;
+//   and every other live sandbox when one is stopped while its code runs
+//   ("renderer_recycled", see _recycleRenderer: B4 in a shared renderer).
+// * Every creation and destruction is appended to `host.log` with its reason
+//   (the in-page sandbox log; the checks read it).
+
+import { Sandbox, loadAssets } from './sandbox.js';
+import { refuseAll } from './policy.js';
+
+export { refuseAll } from './policy.js';
+export { sandboxCsp } from './sandbox.js';
+
+/** Every open SandboxHost of this page: recycling the renderer needs them all. */
+const openHosts = new Set();
+let recycling = false;
+
+/** Default milliseconds per call. */
+export const DEFAULT_TIMEOUT_MS = 5000;
+
+export class SandboxHost {
+  /**
+   * @param {object} [o]
+   * @param {(request: object) => Promise<object>} [o.decide] the fetch policy (policy.js); default refuses all
+   * @param {URL|string} [o.assetsBase] folder of bootstrap.js and harness.js
+   * @param {object} [o.fetchOptions] direct-mode fetch limits (fetch.js)
+   * @param {{stripCsp?: boolean, cspLayers?: string, keepIframeOnDestroy?: boolean, omitAddressSpace?: boolean, noRecycle?: boolean}} [o.testing]
+   *        negative controls for the checks (sandbox.js); never in a product page
+   * @param {Element} [o.container] where sandbox iframes go (document.body)
+   */
+  constructor(o = {}) {
+    this._decide = o.decide || refuseAll;
+    this._assetsBase = new URL(o.assetsBase || '../sandbox/', import.meta.url);
+    this._fetchOptions = o.fetchOptions || {};
+    /** @type {{stripCsp?: boolean, cspLayers?: string, keepIframeOnDestroy?: boolean, omitAddressSpace?: boolean, noRecycle?: boolean}} */
+    this._testing = Object.freeze({ ...(o.testing || {}) });
+    this._container = o.container || document.body;
+    this._assets = null;
+    this._retained = new Map();  // key -> Sandbox
+    this._queues = new Map();    // key -> tail promise
+    this._active = new Map();    // tool -> revision
+    this._live = new Set();      // every live sandbox, retained or disposable
+    this.log = [];               // {seq, at, event, sandbox, tool, revision, session, reason, detail}
+    this._onWindowMessage = (e) => {
+      for (const sb of this._live) {
+        if (sb.iframe && e.source === sb.iframe.contentWindow) { sb.onWindowMessage(); return; }
+      }
+    };
+    window.addEventListener('message', this._onWindowMessage);
+    openHosts.add(this);
+  }
+
+  _record(event, sb, reason = '', detail = '') {
+    this.log.push({ seq: this.log.length + 1, at: performance.now(), event, sandbox: sb.id, tool: sb.tool,
+      revision: sb.revision, session: sb.session, reason, detail });
+  }
+
+  async assets() {
+    if (this._assets === null) this._assets = await loadAssets(this._assetsBase);
+    return this._assets;
+  }
+
+  async _create(tool, revision, session, code) {
+    const sb = new Sandbox({
+      assets: await this.assets(), code, tool, revision, session, decide: this._decide,
+      fetchOptions: this._fetchOptions, container: this._container, testing: this._testing,
+      onDestroy: (s, reason, detail, wasRunning) => {
+        this._live.delete(s);
+        const key = keyOf(s.revision, s.session);
+        if (this._retained.get(key) === s) this._retained.delete(key);
+        this._record('destroyed', s, reason, detail);
+        if (wasRunning) this._recycleRenderer(s, reason);
+      },
+    });
+    this._live.add(sb);
+    this._record('created', sb);
+    await sb.start();
+    return sb;
+  }
+
+  /**
+   * Runs one call of a tool revision.
+   * @param {{tool: string, revision: string, session?: string, code: string, args?: unknown,
+   *          timeoutMs?: number, disposable?: boolean, signal?: AbortSignal}} c
+   * @returns {Promise<{ok: boolean, value?: unknown, error?: {code: string, message: string}, logs: object[], sandbox?: number}>}
+   *   error.code is the destruction reason when the sandbox was destroyed, the thrown
+   *   error's code (or "tool_error") when the tool threw and the sandbox was kept.
+   */
+  async call(c) {
+    const session = c.session ?? 'default';
+    const timeoutMs = c.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    if (typeof c.tool !== 'string' || typeof c.revision !== 'string' || typeof c.code !== 'string') {
+      return { ok: false, error: { code: 'bad_request', message: 'tool, revision and code must be strings' }, logs: [] };
+    }
+    // The arguments are JSON (as in the CLI): anything else is refused before a sandbox is touched.
+    let args;
+    try {
+      const text = JSON.stringify(c.args ?? {});
+      if (text === undefined || text.length > 1 << 20) throw new Error('not JSON or over 1 MiB');
+      args = JSON.parse(text);
+    } catch (e) {
+      return { ok: false, error: { code: 'bad_request', message: 'the arguments must be JSON of at most 1 MiB: ' + (e && e.message) }, logs: [] };
+    }
+    c = { ...c, args };
+    if (c.disposable) {
+      let sb;
+      try { sb = await this._create(c.tool, c.revision, session, c.code); } catch (e) { return startFailure(e); }
+      const r = await runOn(sb, c, timeoutMs);
+      sb.destroy('disposable', 'a disposable call ended');
+      return r;
+    }
+    const key = keyOf(c.revision, session);
+    const prev = this._queues.get(key) || Promise.resolve();
+    const turn = prev.then(async () => {
+      if (c.signal && c.signal.aborted) return { ok: false, error: { code: 'cancelled', message: 'aborted before it ran' }, logs: [] };
+      let sb = this._retained.get(key);
+      if (!sb || sb.state === 'destroyed') {
+        try { sb = await this._create(c.tool, c.revision, session, c.code); } catch (e) { return startFailure(e); }
+        this._retained.set(key, sb);
+      }
+      return runOn(sb, c, timeoutMs);
+    });
+    const tail = turn.catch(() => {});
+    this._queues.set(key, tail);
+    tail.then(() => { if (this._queues.get(key) === tail) this._queues.delete(key); });
+    return turn;
+  }
+
+  // B4: a sandbox stopped while its code may be running. Chromium puts all of a
+  // page's sandbox iframes in one renderer process; removing one iframe from a
+  // renderer that stays alive leaves a CPU-bound worker running for ~2 s (the
+  // same forcible-termination delay as worker.terminate()). Only the renderer's
+  // exit stops it at once, and the page cannot see which sandboxes share it, so
+  // every other live sandbox goes too ("renderer_recycled"). Retained state is a
+  // performance feature (§5), never storage: losing it is the price of B4.
+  _recycleRenderer(stopped, reason) {
+    if (this._testing.keepIframeOnDestroy || this._testing.noRecycle || recycling) return;
+    recycling = true;
+    try {
+      for (const host of openHosts) {  // other hosts' sandboxes share the renderer too
+        for (const sb of [...host._live]) {
+          sb.destroy('renderer_recycled', `sandbox ${stopped.id} was stopped while running (${reason}); its renderer is shut down`);
+        }
+      }
+    } finally {
+      recycling = false;
+    }
+  }
+
+  /** Activates `revision` under `tool`: every sandbox of another revision of it is destroyed (S3). */
+  activate(tool, revision) {
+    this._active.set(tool, revision);
+    for (const sb of [...this._live]) {
+      if (sb.tool === tool && sb.revision !== revision) sb.destroy('superseded', `${tool} is now ${revision}`);
+    }
+  }
+
+  /** Destroys the retained sandbox of (revision, session), if any (S5). */
+  terminate(revision, session = 'default') {
+    const sb = this._retained.get(keyOf(revision, session));
+    if (sb) sb.destroy('terminated', 'terminated by the host');
+    return Boolean(sb);
+  }
+
+  /** Destroys every retained sandbox of `session` (H3: a session's state ends with it). */
+  closeSession(session) {
+    let n = 0;
+    for (const sb of [...this._live]) {
+      if (sb.session === session) { sb.destroy('session_closed', `session ${session} closed`); n++; }
+    }
+    return n;
+  }
+
+  /** The live sandboxes: {id, tool, revision, session, state}. */
+  sandboxes() {
+    return [...this._live].map((s) => ({ id: s.id, tool: s.tool, revision: s.revision, session: s.session, state: s.state }));
+  }
+
+  close() {
+    for (const sb of [...this._live]) sb.destroy('host_closed', 'the host closed');
+    window.removeEventListener('message', this._onWindowMessage);
+    openHosts.delete(this);
+  }
+}
+
+function keyOf(revision, session) { return JSON.stringify([revision, session]); }
+
+async function runOn(sb, c, timeoutMs) {
+  const r = await sb.run(c.args ?? {}, { timeoutMs, signal: c.signal });
+  return { ...r, sandbox: sb.id };
+}
+
+function startFailure(e) {
+  return { ok: false, error: { code: e && e.code ? e.code : 'start_failed', message: String(e && e.message) }, logs: [] };
+}

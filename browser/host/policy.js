@@ -1,0 +1,21 @@
+// The one seam where the fetch policy plugs in: `decide(request) -> verdict`.
+//
+// request: {revision, session, tool, url, method, headers: [[name, value]...]}
+// verdict: {allow: true} | {allow: false, code: string, message: string}
+//
+// The rules themselves (WHATWG URL + IDNA, address classes, method classes,
+// grants per (revision, origin, access)) are the C++ core built as WebAssembly
+// (browser/core/, issue 14 part 1); the browser never re-writes a rule in JS.
+// Until that module is wired in, every mediated request is refused with
+// `policy_unavailable`. A SandboxHost takes its decider as an option
+// (`new SandboxHost({decide})`), so the wasm policy replaces this default
+// without touching the sandbox code.
+
+/** @param {object} _request @returns {Promise<{allow: boolean, code?: string, message?: string}>} */
+export async function refuseAll(_request) {
+  return {
+    allow: false,
+    code: 'policy_unavailable',
+    message: 'no fetch policy is loaded in this page (the WebAssembly core, browser/core/, is not wired in); every mediated request is refused',
+  };
+}

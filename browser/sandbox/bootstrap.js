@@ -1,0 +1,77 @@
+// The sandbox supervisor: the only script of the sandbox iframe's srcdoc, pinned
+// by its SHA-256 in the iframe's CSP (browser/host/sandbox.js computes the hash
+// from these exact bytes; editing this file changes the hash, nothing else).
+//
+// It runs in an opaque origin (sandbox="allow-scripts", never allow-same-origin)
+// and does three things:
+//   1. binds exactly one MessagePort, the first `{t: 'bind'}` message from the
+//      parent window carrying one port; any later window message is reported to
+//      the host over that port (`{t: 'supervisor', reason: 'second_bind'}`),
+//      which destroys the sandbox (B3);
+//   2. starts the classic Blob worker from the source the host sends in that
+//      bind message (harness + tool code, built by the host: no eval here);
+//   3. relays: host -> worker for calls and replies, worker -> host for
+//      everything, ports included, so the host sees (and refuses) any message
+//      or port the tool code makes up. It decides nothing else: every message
+//      is validated in the host page.
+(() => {
+  'use strict';
+  let port = null;
+  let worker = null;
+  const parentWindow = window.parent;
+
+  function report(reason, detail) {
+    if (port !== null) port.postMessage({ t: 'supervisor', reason: String(reason), detail: String(detail || '') });
+  }
+
+  function fromWorker(event) {
+    // Ports the worker transfers travel on, so the host can see them and refuse.
+    port.postMessage(event.data, event.ports ? Array.from(event.ports) : []);
+  }
+
+  function fromHost(event) {
+    const d = event.data;
+    if (d !== null && typeof d === 'object' && d.t === 'terminate') {
+      if (worker !== null) worker.terminate();
+      worker = null;
+      return;
+    }
+    if (worker === null || (event.ports && event.ports.length)) {
+      report('bad_host_message', 'after terminate or with ports');
+      return;
+    }
+    worker.postMessage(d);
+  }
+
+  window.addEventListener('message', (event) => {
+    if (port !== null) {
+      report('second_bind', 'a window message after the port was bound');
+      return;
+    }
+    const d = event.data;
+    if (event.source !== parentWindow || d === null || typeof d !== 'object' || d.t !== 'bind' ||
+        typeof d.source !== 'string' || !event.ports || event.ports.length !== 1) {
+      return;  // not the host's handshake; nothing is bound yet
+    }
+    port = event.ports[0];
+    port.onmessage = fromHost;
+    port.onmessageerror = () => report('messageerror', 'host message could not be deserialized');
+    let url = null;
+    try {
+      url = URL.createObjectURL(new Blob([d.source], { type: 'text/javascript' }));
+      worker = new Worker(url);  // classic: module Blob workers are refused in an opaque origin
+    } catch (e) {
+      report('worker_failed', e && e.message);
+      return;
+    }
+    // Revoked once the worker answers (or fails): it has loaded its script by then.
+    const revoke = () => { if (url !== null) { URL.revokeObjectURL(url); url = null; } };
+    worker.onmessage = (event) => { revoke(); fromWorker(event); };
+    worker.onmessageerror = () => report('messageerror', 'worker message could not be deserialized');
+    worker.onerror = (e) => {
+      e.preventDefault();
+      revoke();
+      report('worker_error', (e.message || 'error') + (e.lineno ? ' at line ' + e.lineno : ''));
+    };
+  });
+})();

@@ -1,0 +1,130 @@
+// The worker harness: the first part of every sandbox worker's Blob source.
+// browser/host/sandbox.js appends `__taskyonStart((<tool code>));`, so the
+// tool's code (a function expression `(args, context) => ...`, as in the CLI)
+// becomes part of the worker script and is loaded without eval (the CSP forbids
+// eval anyway). Nothing here is a security boundary: tool code shares this
+// realm and may replace any of it. The boundaries are the iframe's opaque origin
+// and CSP, and the host page, which validates every message this sends.
+//
+// Protocol (structured-clone objects over the worker's own channel; the
+// supervisor relays them to the host's bound MessagePort):
+//   worker -> host  {t:'ready'}
+//                   {t:'result', id, ok:true, json}   json: JSON text of the value
+//                   {t:'result', id, ok:false, error:{name, message, code}}
+//                   {t:'log', id, level, text}
+//                   {t:'fetch', id, req, url, method, headers:[[k,v]...], body:string|null}
+//   host -> worker  {t:'call', id, args}
+//                   {t:'fetch_result', id, req, ok:true, status, statusText, headers, body:ArrayBuffer}
+//                   {t:'fetch_result', id, req, ok:false, code, message}
+'use strict';
+const __taskyonStart = (() => {
+  const post = self.postMessage.bind(self);
+  const ResponseCtor = self.Response, HeadersCtor = self.Headers, RequestCtor = self.Request;
+  const stringify = JSON.stringify, StringCtor = String;
+  const LOG_TEXT_MAX = 4096;
+  let tool = null;
+  let current = null;  // {id, ended, waiting: Map(req -> {resolve, reject}), nextReq}
+
+  function capabilityError(code, message) {
+    const e = new Error(message);
+    e.name = 'CapabilityError';
+    e.code = code;
+    return e;
+  }
+
+  function textOf(args) {
+    let s = '';
+    for (let i = 0; i < args.length; i++) {
+      const a = args[i];
+      let part;
+      try { part = typeof a === 'string' ? a : stringify(a); } catch { part = StringCtor(a); }
+      if (part === undefined) part = StringCtor(a);
+      s += (i ? ' ' : '') + part;
+      if (s.length > LOG_TEXT_MAX) return s.slice(0, LOG_TEXT_MAX);
+    }
+    return s;
+  }
+
+  function makeConsole() {
+    const out = {};
+    for (const level of ['log', 'info', 'warn', 'error', 'debug']) {
+      out[level] = (...args) => {
+        if (current === null || current.ended) return;  // a leftover timer logs nowhere
+        post({ t: 'log', id: current.id, level, text: textOf(args) });
+      };
+    }
+    return out;
+  }
+
+  // context.fetch of one call: carries the request to the host, which decides.
+  function fetchFor(call) {
+    return async function fetch(input, init) {
+      if (call.ended || current !== call) throw capabilityError('call_ended', 'this call has ended; its capabilities are gone');
+      init = init || {};
+      const isRequest = RequestCtor && input instanceof RequestCtor;
+      const url = isRequest ? input.url : StringCtor(input);
+      const method = StringCtor(init.method || (isRequest ? input.method : 'GET')).toUpperCase();
+      const headers = [];
+      new HeadersCtor(init.headers || (isRequest ? input.headers : undefined)).forEach((v, k) => headers.push([k, v]));
+      let body = null;
+      if (init.body !== undefined && init.body !== null) {
+        if (typeof init.body !== 'string') throw new TypeError('fetch: only string bodies are carried in this version');
+        body = init.body;
+      }
+      const req = call.nextReq++;
+      return new Promise((resolve, reject) => {
+        call.waiting.set(req, { resolve, reject });
+        post({ t: 'fetch', id: call.id, req, url, method, headers, body });
+      });
+    };
+  }
+
+  function onFetchResult(d) {
+    if (current === null || d.id !== current.id) return;
+    const w = current.waiting.get(d.req);
+    if (w === undefined) return;
+    current.waiting.delete(d.req);
+    if (!d.ok) { w.reject(capabilityError(d.code, d.message)); return; }
+    w.resolve(new ResponseCtor(d.body, { status: d.status, statusText: d.statusText, headers: d.headers }));
+  }
+
+  function errorOf(e) {
+    if (e !== null && typeof e === 'object') {
+      return { name: StringCtor(e.name || 'Error'), message: StringCtor(e.message || ''), code: typeof e.code === 'string' ? e.code : '' };
+    }
+    return { name: 'Error', message: StringCtor(e), code: '' };
+  }
+
+  async function onCall(d) {
+    const call = { id: d.id, ended: false, waiting: new Map(), nextReq: 1 };
+    current = call;
+    const context = Object.freeze({ fetch: fetchFor(call), callId: d.id });
+    self.fetch = context.fetch;  // M2: global fetch is this call's context.fetch
+    let msg;
+    try {
+      const value = await tool(d.args, context);
+      const json = value === undefined ? 'null' : stringify(value);
+      msg = { t: 'result', id: call.id, ok: true, json: json === undefined ? 'null' : json };
+    } catch (e) {
+      msg = { t: 'result', id: call.id, ok: false, error: errorOf(e) };
+    }
+    call.ended = true;
+    for (const w of call.waiting.values()) w.reject(capabilityError('call_ended', 'the call ended'));
+    current = null;
+    post(msg);
+  }
+
+  self.addEventListener('message', (event) => {
+    const d = event.data;
+    if (d === null || typeof d !== 'object') return;
+    if (d.t === 'call') onCall(d);
+    else if (d.t === 'fetch_result') onFetchResult(d);
+  });
+
+  return (fn) => {
+    if (typeof fn !== 'function') throw new TypeError('the tool code must be a function expression');
+    tool = fn;
+    self.console = makeConsole();
+    post({ t: 'ready' });
+  };
+})();

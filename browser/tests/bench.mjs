@@ -1,0 +1,80 @@
+#!/usr/bin/env node
+// Figures of the browser sandbox in Debian's Chromium (docs/browser.md), each
+// next to a baseline measured in the same run and page:
+//   cold start  a fresh sandbox (iframe + supervisor + Blob worker + tool code,
+//               to its "ready") vs a plain Blob worker of the host page, to its
+//               first message; first in a cold renderer, then while another
+//               sandbox keeps the renderer alive (disposable calls);
+//   warm call   a retained sandbox's call round trip (`() => 1`, validated,
+//               relayed through the iframe) vs a MessagePort round trip to a
+//               plain Blob worker of the host page.
+//   node browser/tests/bench.mjs [--iterations N]
+import { listen, startHostServer } from './servers.mjs';
+
+const CHROMIUM = process.env.TASKYON_CHROMIUM || '/usr/bin/chromium';
+const i = process.argv.indexOf('--iterations');
+const N = i > 0 ? Number(process.argv[i + 1]) : 30;
+
+const { chromium } = await import('playwright-core');
+const server = startHostServer();
+const port = await listen(server);
+const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox'] });
+const page = await browser.newPage();
+await page.goto(`http://127.0.0.1:${port}/tests/page.html`);
+await page.waitForFunction(() => window.taskyonReady === true);
+
+const figures = await page.evaluate(async (N) => {
+  const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)]; };
+  const h = new window.taskyon.SandboxHost();
+  await h.assets();
+  // Plain Blob worker of the host page (no iframe, no CSP, no validation): the floor.
+  const plainSrc = 'onmessage = (e) => postMessage(e.data); postMessage("ready");';
+  const plainStart = async () => {
+    const t = performance.now();
+    const w = new Worker(URL.createObjectURL(new Blob([plainSrc], { type: 'text/javascript' })));
+    await new Promise((r) => { w.onmessage = r; });
+    return { w, ms: performance.now() - t };
+  };
+  const out = {};
+  // Cold sandbox in a cold renderer: the first sandbox of the page (one sample),
+  // then sandboxes while a retained one keeps the renderer alive.
+  let t = performance.now();
+  await h.call({ tool: 'keep', revision: 'keep', code: '() => 1' });
+  out.coldFirstMs = performance.now() - t;
+  const cold = [], plainCold = [];
+  for (let k = 0; k < N; k++) {
+    t = performance.now();
+    const r = await h.call({ tool: 'd', revision: 'd', code: '() => 1', disposable: true });
+    if (!r.ok) throw new Error('disposable call failed: ' + JSON.stringify(r.error));
+    cold.push(performance.now() - t);
+    const p = await plainStart();
+    plainCold.push(p.ms);
+    p.w.terminate();
+  }
+  out.coldMs = median(cold);
+  out.plainWorkerStartMs = median(plainCold);
+  // Warm round trips.
+  // Means over N * 10 sequential calls (performance.now() is coarsened to
+  // 0.1 ms in a page that is not cross-origin isolated: too coarse for one).
+  for (let k = 0; k < 20; k++) await h.call({ tool: 'w', revision: 'w', code: '() => 1' });
+  t = performance.now();
+  for (let k = 0; k < N * 10; k++) await h.call({ tool: 'w', revision: 'w', code: '() => 1' });
+  out.warmMs = (performance.now() - t) / (N * 10);
+  const { w } = await plainStart();
+  for (let k = 0; k < 20; k++) await new Promise((r) => { w.onmessage = r; w.postMessage({ t: 'call', id: k, args: {} }); });
+  t = performance.now();
+  for (let k = 0; k < N * 10; k++) await new Promise((r) => { w.onmessage = r; w.postMessage({ t: 'call', id: k, args: {} }); });
+  out.plainRoundTripMs = (performance.now() - t) / (N * 10);
+  w.terminate();
+  h.close();
+  return out;
+}, N);
+
+await browser.close();
+server.close();
+const f = (x) => x.toFixed(x < 1 ? 3 : 1);
+console.log(`browser sandbox figures (Chromium, ${N} cold / ${N * 10} warm samples; cold: medians, warm: means)`);
+console.log(`  first sandbox, cold renderer        ${f(figures.coldFirstMs)} ms`);
+console.log(`  cold sandbox, renderer alive        ${f(figures.coldMs)} ms  = ${(figures.coldMs / figures.plainWorkerStartMs).toFixed(1)}x a plain Blob worker start (${f(figures.plainWorkerStartMs)} ms)`);
+console.log(`  warm call round trip                ${f(figures.warmMs)} ms  = ${(figures.warmMs / figures.plainRoundTripMs).toFixed(1)}x a plain worker MessagePort round trip (${f(figures.plainRoundTripMs)} ms)`);
+console.log(`  warm call vs cold sandbox           1 : ${(figures.coldMs / figures.warmMs).toFixed(0)}`);

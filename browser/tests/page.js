@@ -1,0 +1,8 @@
+// Exposes the sandbox host to the checks (page.evaluate). A value only the host
+// page holds, to show that sandboxed code never sees it (B1).
+import * as host from '../host/host.js';
+
+/** @type {any} */ (window).__hostSecret = 'host-page-secret';
+try { localStorage.setItem('taskyon-host-secret', 'host-page-secret'); } catch { /* not needed */ }
+/** @type {any} */ (window).taskyon = host;
+/** @type {any} */ (window).taskyonReady = true;

@@ -1,0 +1,693 @@
+#!/usr/bin/env node
+// The browser checks: the contracts of DESIGN §9 (B1-B4) and the sandbox
+// lifetime of §5 (S1-S6, M2, M13) proven in real Chromium. playwright-core
+// drives Debian's /usr/bin/chromium (never a downloaded browser); this script
+// starts a loopback server for the host page (browser/ as its root) and a
+// canary server on another loopback port that logs every request, none of which
+// should ever arrive.
+//
+//   node browser/tests/run.mjs [--filter SUBSTRING]... [--json] [--list]
+//
+// One line per check, named as `tycli diagnostics` names them
+// (tool_security_contracts.<id>.<name>): PASS, FAIL or SKIP with the reason.
+// Exit: 0 no check failed; 1 a check failed; 77 Chromium missing (SKIP: run
+// scripts/setup.sh); 3 the environment failed.
+import http from 'node:http';
+import fs from 'node:fs';
+import { listen, startHostServer } from './servers.mjs';
+
+const CHROMIUM = process.env.TASKYON_CHROMIUM || '/usr/bin/chromium';
+
+const argv = process.argv.slice(2);
+const filters = [];
+let json = false, list = false;
+for (let i = 0; i < argv.length; i++) {
+  if (argv[i] === '--filter') filters.push(argv[++i] || '');
+  else if (argv[i] === '--json') json = true;
+  else if (argv[i] === '--list') list = true;
+  else { console.error(`browser checks: unknown argument ${argv[i]}`); process.exit(2); }
+}
+
+// ---------------------------------------------------------------- servers
+
+// Every request that reaches the canary is logged: a sandbox probe must never get here.
+const canaryLog = [];
+function startCanary() {
+  const server = http.createServer((req, res) => {
+    canaryLog.push({ method: req.method, url: req.url, at: Date.now(), cookie: req.headers.cookie || null });
+    const p = new URL(req.url, 'http://x').pathname;
+    const headers = { 'access-control-allow-origin': '*', 'cache-control': 'no-store' };
+    // Routes for the direct-mode checks (M9-M12), reached only with the address space omitted.
+    if (p === '/m/redirect') { res.writeHead(302, { ...headers, location: '/m/after-redirect' }).end(); return; }
+    if (p === '/m/slow') { res.writeHead(200, headers); res.write('a'); return; }  // never ends
+    if (p === '/m/big') {
+      res.writeHead(200, { ...headers, 'content-type': 'application/octet-stream' });
+      const chunk = Buffer.alloc(64 * 1024, 120);
+      let n = 0;
+      const more = () => { while (n < 64) { n++; if (!res.write(chunk)) { res.once('drain', more); return; } } res.end(); };
+      more();
+      return;
+    }
+    if (p.endsWith('.js')) res.writeHead(200, { ...headers, 'content-type': 'text/javascript' }).end('self.__canary = 1; export {};');
+    else if (p.startsWith('/p/eventsource')) res.writeHead(200, { ...headers, 'content-type': 'text/event-stream' }).end('data: hi\n\n');
+    else res.writeHead(200, { ...headers, 'content-type': 'text/plain' }).end('canary');
+  });
+  server.on('upgrade', (req, socket) => {
+    canaryLog.push({ method: 'UPGRADE', url: req.url, at: Date.now() });
+    socket.destroy();
+  });
+  return server;
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+// ---------------------------------------------------------------- helpers run in the page
+
+// Creates window.h = new SandboxHost(options) in the page.
+async function newHost(page, options = {}) {
+  await page.evaluate((o) => {
+    if (window.h) window.h.close();
+    window.h = new window.taskyon.SandboxHost(o);
+  }, options);
+}
+
+// One call through window.h; `c` is the call (code as a string).
+function call(page, c) {
+  return page.evaluate((c) => window.h.call(c), c);
+}
+
+const hostLog = (page) => page.evaluate(() => window.h.log);
+const destroyed = (log, sandbox) => log.find((e) => e.event === 'destroyed' && e.sandbox === sandbox);
+
+function expect(cond, message) { if (!cond) throw new Error(message); }
+
+// ---------------------------------------------------------------- B2 probes
+
+// Tool code that tries every direct network path of BROWSER.md from the worker.
+// It captures the native fetch when it is loaded (before the harness installs
+// the mediated one), as hostile code would.
+const PROBE_CODE = String.raw`((nativeFetch) => async ({canary}) => {
+  const out = {};
+  const settle = (p, ms = 1500) => Promise.race([p, new Promise((r) => setTimeout(() => r('pending'), ms))]);
+  const probe = async (name, fn) => {
+    try { out[name] = 'completed: ' + String(await settle(fn(canary + '/p/' + name))).slice(0, 60); }
+    catch (e) { out[name] = 'blocked: ' + ((e && e.name) || e); }
+  };
+  await probe('fetch', (u) => nativeFetch(u).then((r) => r.status));
+  await probe('fetch_post', (u) => nativeFetch(u, { method: 'POST', body: 'x' }).then((r) => r.status));
+  await probe('fetch_no_cors', (u) => nativeFetch(u, { mode: 'no-cors' }).then((r) => r.type));
+  await probe('fetch_keepalive', (u) => nativeFetch(u, { keepalive: true, method: 'POST', body: 'x' }).then((r) => r.status));
+  await probe('xhr_sync', (u) => { const x = new XMLHttpRequest(); x.open('GET', u, false); x.send(); return x.status; });
+  await probe('xhr_async', (u) => new Promise((res, rej) => { const x = new XMLHttpRequest(); x.open('GET', u); x.onload = () => res(x.status); x.onerror = () => rej(new Error('xhr error')); x.send(); }));
+  await probe('websocket', (u) => new Promise((res, rej) => { const w = new WebSocket(u.replace('http:', 'ws:')); w.onopen = () => res('open'); w.onerror = () => rej(new Error('ws error')); w.onclose = () => rej(new Error('ws closed')); }));
+  await probe('eventsource', (u) => new Promise((res, rej) => { const s = new EventSource(u); s.onmessage = () => { s.close(); res('message'); }; s.onerror = () => { s.close(); rej(new Error('es error')); }; }));
+  await probe('import_scripts', (u) => { importScripts(u + '.js'); return 'loaded'; });
+  await probe('dynamic_import', (u) => import(u + '.mjs.js').then(() => 'imported'));
+  await probe('nested_worker_url', (u) => new Promise((res, rej) => { const w = new Worker(u + '.js'); w.onerror = () => rej(new Error('worker error')); setTimeout(() => res('started'), 800); }));
+  await probe('nested_blob_worker', (u) => new Promise((res, rej) => {
+    const src = 'fetch(' + JSON.stringify(u) + ').then(() => postMessage("reached"), (e) => postMessage("blocked"))';
+    const w = new Worker(URL.createObjectURL(new Blob([src], { type: 'text/javascript' })));
+    w.onmessage = (e) => (e.data === 'reached' ? res('reached') : rej(new Error('inner fetch blocked')));
+    w.onerror = () => rej(new Error('worker error'));
+  }));
+  await probe('font_face', (u) => new FontFace('probe', 'url(' + u + ')').load().then(() => 'loaded'));
+  let evalResult, fnResult;
+  try { evalResult = 'ran: ' + (0, eval)('1 + 1'); } catch (e) { evalResult = 'blocked: ' + e.name; }
+  try { fnResult = 'ran: ' + new Function('return 2')(); } catch (e) { fnResult = 'blocked: ' + e.name; }
+  return { probes: out, eval: evalResult, newFunction: fnResult };
+})(self.fetch)`;
+
+// The same paths from the iframe's own document (the supervisor's realm): the
+// tool cannot reach it, but the CSP must cover it too.
+async function iframeProbes(frame, canary) {
+  return frame.evaluate(async (canary) => {
+    const out = {};
+    const img = new Image();
+    out.iframe_img = await new Promise((r) => { img.onload = () => r('completed'); img.onerror = () => r('blocked'); img.src = canary + '/p/iframe_img'; setTimeout(() => r('pending'), 1500); });
+    try { await fetch(canary + '/p/iframe_fetch'); out.iframe_fetch = 'completed'; } catch (e) { out.iframe_fetch = 'blocked: ' + e.name; }
+    return out;
+  }, canary);
+}
+
+// The (one) sandbox iframe's frame, for code run in the supervisor's realm.
+async function sandboxFrame(page) {
+  const el = await page.$('iframe');
+  return el ? el.contentFrame() : null;
+}
+
+// Runs the 15 probes in a sandbox of a host made with `testing`; returns what the canary saw.
+async function runProbes(env, testing) {
+  const { page } = env;
+  await newHost(page, { testing });
+  canaryLog.length = 0;
+  const r = await call(page, { tool: 'probe', revision: 'r-probe', code: PROBE_CODE, args: { canary: env.canary }, timeoutMs: 30000 });
+  expect(r.ok, 'the probe tool failed: ' + JSON.stringify(r.error));
+  const frame = await sandboxFrame(page);
+  expect(frame, 'no sandbox iframe frame found');
+  const inFrame = await iframeProbes(frame, env.canary);
+  await sleep(300);  // late requests (keepalive, nested workers) still count
+  const probes = { ...r.value.probes, ...inFrame };
+  return { probes, value: r.value, hits: canaryLog.slice() };
+}
+
+// ---------------------------------------------------------------- CPU (B4)
+
+// CPU seconds of every worker thread of every renderer process (the sandbox's
+// worker runs in one): the pids from CDP, the CPU time from
+// /proc/<pid>/task/<tid>/stat (utime + stime, clock ticks of 10 ms), read when
+// asked (CDP's own cpuTime lags).
+async function rendererCpu(cdp) {
+  const { processInfo } = await cdp.send('SystemInfo.getProcessInfo');
+  const cpu = new Map();  // "pid/tid name" -> CPU seconds
+  for (const p of processInfo.filter((p) => p.type === 'renderer')) {
+    let tids = [];
+    try { tids = fs.readdirSync(`/proc/${p.id}/task`); } catch { continue; }  // ended: no CPU
+    for (const tid of tids) {
+      try {
+        // Tool code runs on the worker thread; other threads' work (the
+        // renderer's own teardown, the host page) is not the sandbox running.
+        const stat = fs.readFileSync(`/proc/${p.id}/task/${tid}/stat`, 'utf8');
+        const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+        const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+        if (!name.startsWith('DedicatedWorker')) continue;
+        cpu.set(`${p.id}/${tid} ${name}`, (Number(f[11]) + Number(f[12])) / 100);  // fields 14, 15: utime, stime
+      } catch { /* the thread ended */ }
+    }
+  }
+  return cpu;
+}
+
+// CPU seconds used between two samples by the threads alive at the second,
+// and the busiest of them.
+function cpuDelta(a, b) {
+  let s = 0;
+  const busy = [];
+  for (const [k, t] of b) {
+    const d = t - (a.get(k) ?? 0);
+    s += d;
+    if (d > 0) busy.push(`${k}: ${Math.round(d * 1000)} ms`);
+  }
+  return { s, busy: busy.sort().slice(0, 6).join(', ') };
+}
+
+const m_deadline = (r) => (typeof r.deadline === 'number' ? r.deadline : NaN);
+
+// A while(true){} tool with a 200 ms timeout; CPU used by renderers in the
+// window [deadline + 200 ms, deadline + 700 ms].
+async function spinAndMeasure(env, testing, how) {
+  const { page, cdp } = env;
+  await newHost(page, { testing });
+  await call(page, { tool: 'warm', revision: 'r-warm', code: '() => 1' });  // assets loaded, renderer warm
+  // A second host of the page with a retained sandbox: it shares the renderer too.
+  await page.evaluate(async (testing) => {
+    if (window.h2) window.h2.close();
+    window.h2 = new window.taskyon.SandboxHost({ testing });
+    await window.h2.call({ tool: 'other', revision: 'r-other', code: '() => 1' });
+  }, testing);
+  const code = '() => { while (true) {} }';
+  const r = how === 'abort'
+    ? await page.evaluate((code) => {
+      const ac = new AbortController();
+      setTimeout(() => ac.abort(), 200);
+      return window.h.call({ tool: 'spin', revision: 'r-spin', code, timeoutMs: 60000, signal: ac.signal });
+    }, code)
+    : await call(page, { tool: 'spin', revision: 'r-spin', code, timeoutMs: 200 });
+  // The deadline on this process's clock: the timeout's nominal deadline, or
+  // the abort (its listener destroys at once). The window starts 200 ms after it.
+  const [nowPerf, nowWall] = [await page.evaluate(() => performance.now()), Date.now()];
+  const log = await hostLog(page);
+  const entry = destroyed(log, r.sandbox);
+  const deadlinePerf = how === 'abort' ? (entry ? entry.at : nowPerf) : m_deadline(r);
+  const lateMs = (entry ? entry.at : NaN) - deadlinePerf;
+  await sleep(Math.max(0, nowWall - (nowPerf - deadlinePerf) + 200 - Date.now()));
+  const a = await rendererCpu(cdp);
+  await sleep(500);
+  const b = await rendererCpu(cdp);
+  return { r, entry, busyMs: Math.round(cpuDelta(a, b).s * 1000), busy: cpuDelta(a, b).busy, windowMs: 500, destroyedAfterMs: Math.round(lateMs) };
+}
+
+// ---------------------------------------------------------------- the checks
+
+// A tool that fetches `u` and says what happened.
+const FETCH_CODE = `async ({u}) => { try { const r = await fetch(u); return 'fetched ' + r.status + ' ' + (await r.text()).length; } catch (e) { return e.name + ':' + e.code; } }`;
+
+// A host whose policy allows everything and whose direct fetch omits the
+// public address space (test mode), so the loopback canary is reachable:
+// what remains to stop a request is direct mode's own rules (M9-M12).
+async function directHost(page, fetchOptions) {
+  await page.evaluate((fetchOptions) => {
+    if (window.h) window.h.close();
+    window.h = new window.taskyon.SandboxHost({ decide: async () => ({ allow: true }), fetchOptions, testing: { omitAddressSpace: true } });
+  }, fetchOptions);
+}
+
+const COUNTER = '({step = 1}) => { globalThis.__count = (globalThis.__count ?? 0) + step; return {count: globalThis.__count}; }';
+
+const checks = [
+  ['B1', 'code_runs_in_opaque_blob_worker', 'tool code runs in a classic Blob worker of an opaque-origin sandboxed iframe', async (env) => {
+    const { page } = env;
+    await newHost(page);
+    const r = await call(page, { tool: 'where', revision: 'r1', code: `() => ({
+      origin: self.origin, href: self.location.href, secure: self.isSecureContext,
+      window: typeof window, document: typeof document, parent: typeof parent, opener: typeof opener,
+      secret: typeof __hostSecret, storage: typeof localStorage, idb: (() => { try { indexedDB.open('x'); return 'opened'; } catch (e) { return 'threw ' + e.name; } })(),
+      scope: Object.prototype.toString.call(self) })` });
+    expect(r.ok, 'call failed: ' + JSON.stringify(r.error));
+    const v = r.value;
+    expect(v.origin === 'null', `worker origin is ${v.origin}, not "null"`);
+    expect(v.href.startsWith('blob:null/'), `worker script is ${v.href}, not a blob: URL of an opaque origin`);
+    expect(v.scope === '[object DedicatedWorkerGlobalScope]', `runs in ${v.scope}`);
+    for (const k of ['window', 'document', 'parent', 'opener', 'secret', 'storage']) expect(v[k] === 'undefined', `${k} is visible in the worker (${v[k]})`);
+    expect(v.idb !== 'opened', 'IndexedDB opened in the worker');
+    const attrs = await page.evaluate(() => [...document.querySelectorAll('iframe')].map((f) => f.getAttribute('sandbox')));
+    expect(attrs.length === 1 && attrs[0] === 'allow-scripts', `iframe sandbox attribute is ${JSON.stringify(attrs)}, not exactly "allow-scripts"`);
+    const frame = await sandboxFrame(page);
+    const f = await frame.evaluate(() => {
+      const t = (fn) => { try { fn(); return 'allowed'; } catch (e) { return 'threw ' + e.name; } };
+      return { origin: self.origin, parentDoc: t(() => parent.document.title), storage: t(() => localStorage.length), cookie: t(() => document.cookie) };
+    });
+    expect(f.origin === 'null', `iframe origin is ${f.origin}`);
+    for (const k of ['parentDoc', 'storage', 'cookie']) expect(f[k].startsWith('threw'), `the iframe's ${k} access was ${f[k]}`);
+    return `worker origin "null", ${v.href.slice(0, 10)}… script, no window/document/parent/storage; iframe sandbox="allow-scripts", parent and storage throw`;
+  }],
+
+  ['B1', 'runs_under_a_strict_host_csp', 'a host page with a strict CSP of its own (self, the bootstrap hash, blob: workers) runs sandboxes', async (env) => {
+    const { page } = env;
+    await page.goto(env.hostUrl + '?csp=strict');
+    await page.waitForFunction(() => window.taskyonReady === true);
+    await newHost(page);
+    const r = await call(page, { tool: 'counter', revision: 'r1', code: COUNTER });
+    const r2 = await call(page, { tool: 'counter', revision: 'r1', code: COUNTER });
+    expect(r.ok && r2.ok && r2.value.count === 2, 'calls failed under the strict host CSP: ' + JSON.stringify(r.error || r2.error));
+    return 'counter 1, 2 under the host CSP default-src \'none\'; script-src \'self\' <bootstrap hash> blob:; worker-src blob:; connect-src \'self\'';
+  }],
+
+  ['B2', 'csp_first_and_in_attribute', 'the srcdoc starts with the meta CSP, repeated in the csp attribute, pinning the bootstrap by hash', async (env) => {
+    const { page } = env;
+    await newHost(page);
+    await call(page, { tool: 't', revision: 'r1', code: '() => 1' });
+    const info = await page.evaluate(async () => {
+      const f = document.querySelector('iframe');
+      const a = await window.h.assets();
+      const boot = await (await fetch(new URL('../sandbox/bootstrap.js', location.href))).text();
+      const d = await crypto.subtle.digest('SHA-256', new TextEncoder().encode(boot));
+      return { srcdoc: f.srcdoc, csp: f.getAttribute('csp'), want: a.csp, hash: 'sha256-' + btoa(String.fromCharCode(...new Uint8Array(d))) };
+    });
+    expect(info.srcdoc.startsWith('<meta http-equiv="Content-Security-Policy" content="' + info.want + '">'), 'the srcdoc does not start with the meta CSP');
+    expect(info.csp === info.want, 'the csp attribute differs from the meta CSP');
+    for (const part of ["default-src 'none'", "connect-src 'none'", 'worker-src blob:', `script-src '${info.hash}' blob:`]) {
+      expect(info.want.includes(part), `the CSP lacks ${part}`);
+    }
+    expect(!/unsafe-eval|unsafe-inline/.test(info.want), 'the CSP allows eval or inline script');
+    return `meta CSP first and csp attribute equal; bootstrap pinned as ${info.hash.slice(0, 20)}…`;
+  }],
+
+  ['B2', 'direct_egress_blocked', 'the 15 direct network probes (the 14 of BROWSER.md and a cross-origin worker URL) reach the canary 0 times; eval and new Function throw', async (env) => {
+    const { probes, value, hits } = await runProbes(env, {});
+    expect(Object.keys(probes).length === 15, `expected 15 probes, got ${Object.keys(probes).length}`);
+    expect(hits.length === 0, `the canary saw ${hits.length} request(s): ${hits.map((h) => h.method + ' ' + h.url).join(', ')}`);
+    const through = Object.entries(probes).filter(([, v]) => v.startsWith('completed') && !v.includes('pending'));
+    expect(through.length === 0, `probes completed: ${through.map(([k, v]) => k + '=' + v).join(', ')}`);
+    expect(value.eval.startsWith('blocked') && value.newFunction.startsWith('blocked'), `eval: ${value.eval}, new Function: ${value.newFunction}`);
+    return `15 probes (${Object.keys(probes).join(', ')}): canary saw 0 requests; eval/new Function: ${value.eval}`;
+  }],
+
+  ['B2', 'each_csp_layer_blocks_alone', 'the meta CSP alone and the csp attribute alone (test modes) each keep the canary at 0', async (env) => {
+    const out = [];
+    for (const cspLayers of ['meta', 'attribute']) {
+      const { probes, hits } = await runProbes(env, { cspLayers });
+      expect(hits.length === 0, `with the ${cspLayers} layer alone the canary saw ${hits.map((h) => h.url).join(', ')}`);
+      out.push(`${cspLayers} alone: ${Object.keys(probes).length} probes, 0 requests`);
+    }
+    return out.join('; ');
+  }],
+
+  ['B2', 'csp_removal_is_detected', 'the same probes with the CSP stripped (test mode) DO reach the canary: the check can fail', async (env) => {
+    const { probes, hits } = await runProbes(env, { stripCsp: true });
+    const paths = new Set(hits.map((h) => new URL(h.url, 'http://x').pathname.replace(/^\/p\//, '').replace(/\..*$/, '')));
+    expect(hits.length > 0, 'with the CSP stripped the canary saw nothing: the probes prove nothing');
+    return `without the CSP the canary saw ${hits.length} request(s) from ${paths.size} of ${Object.keys(probes).length} probes (${[...paths].sort().join(', ')})`;
+  }],
+
+  ['B3', 'forged_message_destroys', 'a message of unknown type from tool code destroys the sandbox', async (env) => {
+    const { page } = env;
+    await newHost(page);
+    const r = await call(page, { tool: 't', revision: 'r1', code: "() => { self.postMessage({t: 'grant', origin: 'https://x'}); return new Promise(() => {}); }" });
+    const e = destroyed(await hostLog(page), r.sandbox);
+    expect(!r.ok && r.error.code === 'protocol_error', 'the call ended with ' + JSON.stringify(r.error || r.value));
+    expect(e && e.reason === 'protocol_error', 'no destruction recorded');
+    expect((await page.evaluate(() => document.querySelectorAll('iframe').length)) === 0, 'the iframe is still there');
+    return `destroyed: ${e.detail}`;
+  }],
+
+  ['B3', 'second_port_destroys', 'a message carrying a second MessagePort destroys the sandbox', async (env) => {
+    const { page } = env;
+    await newHost(page);
+    const r = await call(page, { tool: 't', revision: 'r1', code: "() => { const c = new MessageChannel(); self.postMessage({t: 'ready'}, [c.port2]); return new Promise(() => {}); }" });
+    const e = destroyed(await hostLog(page), r.sandbox);
+    expect(!r.ok && e && e.reason === 'protocol_error', 'not destroyed: ' + JSON.stringify(r));
+    return `destroyed: ${e.detail}`;
+  }],
+
+  ['B3', 'second_bind_destroys', 'a second handshake (another port) posted to the iframe destroys the sandbox', async (env) => {
+    const { page } = env;
+    await newHost(page);
+    const first = await call(page, { tool: 't', revision: 'r1', code: COUNTER });
+    expect(first.ok, 'first call failed');
+    await page.evaluate(() => {
+      const c = new MessageChannel();
+      document.querySelector('iframe').contentWindow.postMessage({ t: 'bind', source: 'postMessage(1)' }, '*', [c.port2]);
+    });
+    await sleep(200);
+    const e = destroyed(await hostLog(page), first.sandbox);
+    expect(e && e.reason === 'protocol_error', 'not destroyed after a second bind');
+    return `destroyed: ${e.detail}`;
+  }],
+
+  ['B3', 'window_message_destroys', 'a message from the iframe window instead of the bound port destroys the sandbox', async (env) => {
+    const { page } = env;
+    await newHost(page);
+    const first = await call(page, { tool: 't', revision: 'r1', code: COUNTER });
+    await (await sandboxFrame(page)).evaluate(() => parent.postMessage({ t: 'result', id: 1, ok: true, json: '1' }, '*'));
+    await sleep(200);
+    const e = destroyed(await hostLog(page), first.sandbox);
+    expect(e && e.reason === 'protocol_error', 'not destroyed after a window message');
+    return `destroyed: ${e.detail}`;
+  }],
+
+  ['B3', 'oversized_or_misshaped_destroys', 'an oversized result, a stale call id and an extra field each destroy the sandbox', async (env) => {
+    const { page } = env;
+    await newHost(page);
+    const cases = {
+      oversized: "() => { self.postMessage({t: 'log', id: 1, level: 'log', text: 'x'.repeat(5000)}); return new Promise(() => {}); }",
+      stale_id: "() => { self.postMessage({t: 'log', id: 99, level: 'log', text: 'x'}); return new Promise(() => {}); }",
+      extra_field: "() => { self.postMessage({t: 'log', id: 1, level: 'log', text: 'x', admin: true}); return new Promise(() => {}); }",
+    };
+    const out = [];
+    for (const [name, code] of Object.entries(cases)) {
+      const r = await call(page, { tool: name, revision: 'r-' + name, code });
+      expect(!r.ok && r.error.code === 'protocol_error', `${name}: ${JSON.stringify(r.error || r.value)}`);
+      out.push(`${name}: ${r.error.message}`);
+    }
+    return out.join('; ');
+  }],
+
+  ['B4', 'cpu_bound_timeout_stops_within_200ms', 'a while(true){} tool with a 200 ms timeout uses no CPU from 200 ms after its deadline (worker-thread CPU time from /proc)', async (env) => {
+    const m = await spinAndMeasure(env, {}, 'timeout');
+    expect(!m.r.ok && m.r.error.code === 'timeout', 'the call did not time out: ' + JSON.stringify(m.r));
+    expect(m.entry && m.entry.reason === 'timeout', 'no destruction recorded');
+    expect(m.busyMs <= 20, `worker threads used ${m.busyMs} ms of CPU in the ${m.windowMs} ms from deadline + 200 ms (${m.busy})`);
+    const iframes = await env.page.evaluate(() => document.querySelectorAll('iframe').length);
+    const warm = (await hostLog(env.page)).find((e) => e.event === 'destroyed' && e.revision === 'r-warm');
+    const other = await env.page.evaluate(() => window.h2.log.find((e) => e.event === 'destroyed'));
+    expect(iframes === 0 && warm && warm.reason === 'renderer_recycled' && other && other.reason === 'renderer_recycled',
+      `the renderer was not recycled (${iframes} iframes left)`);
+    return `destroyed ${m.destroyedAfterMs} ms after the deadline, the idle sandboxes of both hosts recycled with it; worker-thread CPU ${m.busyMs} ms in the ${m.windowMs} ms window from deadline + 200 ms`;
+  }],
+
+  ['B4', 'cpu_bound_abort_stops_within_200ms', 'an aborted while(true){} call stops using CPU within 200 ms', async (env) => {
+    const m = await spinAndMeasure(env, {}, 'abort');
+    expect(!m.r.ok && m.r.error.code === 'cancelled', 'the call was not aborted: ' + JSON.stringify(m.r));
+    expect(m.busyMs <= 20, `worker threads used ${m.busyMs} ms of CPU in the ${m.windowMs} ms from abort + 200 ms (${m.busy})`);
+    return `worker-thread CPU ${m.busyMs} ms in the ${m.windowMs} ms window from abort + 200 ms`;
+  }],
+
+  ['B4', 'terminate_alone_is_detected', 'with worker.terminate() only (test mode keeps the iframe) the measurement sees the worker still spinning: the check can fail', async (env) => {
+    const m = await spinAndMeasure(env, { keepIframeOnDestroy: true }, 'timeout');
+    expect(m.busyMs >= 50, `terminate() alone left only ${m.busyMs} ms of CPU in ${m.windowMs} ms: the B4 measurement would not see a running worker`);
+    return `terminate() alone: worker-thread CPU ${m.busyMs} ms in ${m.windowMs} ms (still spinning; 2 shared cores)`;
+  }],
+
+  ['B4', 'iframe_removal_alone_is_detected', 'removing only the stopped sandbox\'s iframe (test mode: no renderer recycling) while other sandboxes keep the renderer leaves the worker spinning: the recycling is needed', async (env) => {
+    const m = await spinAndMeasure(env, { noRecycle: true }, 'timeout');
+    const iframes = await env.page.evaluate(() => document.querySelectorAll('iframe').length);
+    expect(iframes === 2, `expected the two idle sandboxes' iframes, found ${iframes}`);
+    expect(m.busyMs >= 50, `with its iframe removed the worker used only ${m.busyMs} ms of CPU in ${m.windowMs} ms: the renderer recycling would not be needed`);
+    return `iframe removed, renderer kept by two idle sandboxes: worker-thread CPU ${m.busyMs} ms in ${m.windowMs} ms (still spinning)`;
+  }],
+
+  ['B5', 'worker_cannot_open_windows', 'the worker has no window.open; the iframe (no allow-popups) gets null from it and nothing is requested', async (env) => {
+    const { page } = env;
+    await newHost(page);
+    canaryLog.length = 0;
+    const r = await call(page, { tool: 'w', revision: 'r1', code: '() => ({open: typeof open, showModalDialog: typeof showModalDialog})' });
+    expect(r.ok && r.value.open === 'undefined', 'the worker has open: ' + JSON.stringify(r.value));
+    const pages = page.context().pages().length;
+    const opened = await (await sandboxFrame(page)).evaluate((u) => String(window.open(u + '/p/popup', '_blank')), env.canary);
+    await sleep(300);
+    expect(opened === 'null' && page.context().pages().length === pages && canaryLog.length === 0, `window.open in the iframe gave ${opened}, canary ${canaryLog.length}`);
+    return 'worker: typeof open is undefined; iframe: window.open gives null, no page, canary 0 (the host-window half of B5 is not built)';
+  }],
+
+  ['S1', 'retained_per_revision_and_session', 'state survives calls of one (revision, session), never another session or revision', async (env) => {
+    const { page } = env;
+    await newHost(page);
+    const c = (revision, session) => call(page, { tool: 'counter', revision, session, code: COUNTER });
+    const a1 = await c('r1', 'alice'), a2 = await c('r1', 'alice'), b1 = await c('r1', 'bob'), r2 = await c('r2', 'alice'), a3 = await c('r1', 'alice');
+    const counts = [a1, a2, b1, r2, a3].map((r) => r.ok ? r.value.count : r.error.code);
+    expect(JSON.stringify(counts) === '[1,2,1,1,3]', `counts ${JSON.stringify(counts)}, want [1,2,1,1,3]`);
+    expect(a1.sandbox === a2.sandbox && a2.sandbox === a3.sandbox && b1.sandbox !== a1.sandbox && r2.sandbox !== a1.sandbox, 'sandbox ids do not follow (revision, session)');
+    return 'alice r1: 1, 2, 3 in one sandbox; bob r1: 1; alice r2: 1 (own sandboxes)';
+  }],
+
+  ['S2', 'calls_serialized_with_own_context', 'concurrent calls to one sandbox run one at a time, each with its own context; a saved context is refused later', async (env) => {
+    const { page } = env;
+    await newHost(page);
+    const code = `async ({n}, context) => {
+      globalThis.trace = (globalThis.trace || []); trace.push('start' + n);
+      await new Promise((r) => setTimeout(r, 50)); trace.push('end' + n);
+      if (n === 1) globalThis.saved = context;
+      let stale = 'none';
+      if (n === 3) { try { await saved.fetch('https://example.com/'); stale = 'allowed'; } catch (e) { stale = e.code; } }
+      return {trace: trace.slice(), own: context.callId, same: globalThis.fetch === context.fetch, stale};
+    }`;
+    const rs = await page.evaluate((code) => Promise.all([1, 2, 3].map((n) => window.h.call({ tool: 's', revision: 'r1', code, args: { n } }))), code);
+    expect(rs.every((r) => r.ok), 'a call failed: ' + JSON.stringify(rs.map((r) => r.error)));
+    const trace = rs[2].value.trace.join(',');
+    expect(trace === 'start1,end1,start2,end2,start3,end3', `interleaved: ${trace}`);
+    expect(new Set(rs.map((r) => r.value.own)).size === 3, 'calls shared a context');
+    expect(rs.every((r) => r.value.same), 'global fetch is not the call\'s context.fetch (M2)');
+    expect(rs[2].value.stale === 'call_ended', `a saved context's fetch was ${rs[2].value.stale}`);
+    return `trace ${trace}; three contexts; globalThis.fetch === context.fetch; saved context: ${rs[2].value.stale}`;
+  }],
+
+  ['S3', 'revision_change_destroys_old_sandbox', 'activating another revision destroys the old revision\'s sandboxes only', async (env) => {
+    const { page } = env;
+    await newHost(page);
+    const a = await call(page, { tool: 'counter', revision: 'r1', code: COUNTER });
+    const other = await call(page, { tool: 'other', revision: 'o1', code: COUNTER });
+    await page.evaluate(() => window.h.activate('counter', 'r2'));
+    const log = await hostLog(page);
+    const e = destroyed(log, a.sandbox);
+    expect(e && e.reason === 'superseded', 'the old revision\'s sandbox was not destroyed: ' + JSON.stringify(log));
+    expect(!destroyed(log, other.sandbox), 'another tool\'s sandbox was destroyed');
+    const b = await call(page, { tool: 'counter', revision: 'r2', code: COUNTER });
+    expect(b.ok && b.value.count === 1, 'the new revision saw old state');
+    return `r1's sandbox destroyed (superseded), other tool kept, r2 starts at 1`;
+  }],
+
+  ['S4', 'timeout_and_boundary_failure_destroy', 'a timeout and a worker crash each destroy the sandbox; a thrown error keeps it', async (env) => {
+    const { page } = env;
+    await newHost(page);
+    const t = await call(page, { tool: 't', revision: 'r-t', code: '() => new Promise(() => {})', timeoutMs: 100 });
+    const c = await call(page, { tool: 'c', revision: 'r-c', code: "() => { setTimeout(() => { throw new Error('boom'); }); return new Promise(() => {}); }" });
+    const k1 = await call(page, { tool: 'k', revision: 'r-k', code: "() => { throw Object.assign(new Error('no'), {code: 'mine'}); }" });
+    const k2 = await call(page, { tool: 'k', revision: 'r-k', code: "() => { throw Object.assign(new Error('no'), {code: 'mine'}); }" });
+    const before = (await hostLog(page)).length;
+    const bad = await page.evaluate(() => window.h.call({ tool: 'k', revision: 'r-k', code: '() => 1', args: { n: 1n } }));
+    const log = await hostLog(page);
+    expect(bad.error?.code === 'bad_request' && log.length === before, 'arguments that are not JSON: ' + JSON.stringify(bad));
+    expect(t.error?.code === 'timeout' && destroyed(log, t.sandbox)?.reason === 'timeout', 'timeout: ' + JSON.stringify(t));
+    expect(c.error?.code === 'crashed' && destroyed(log, c.sandbox)?.reason === 'crashed', 'crash: ' + JSON.stringify(c));
+    expect(k1.error?.code === 'mine' && k1.sandbox === k2.sandbox && !destroyed(log, k1.sandbox), 'a thrown error destroyed the sandbox');
+    return `timeout -> destroyed (timeout); uncaught error in the worker -> destroyed (crashed: ${destroyed(log, c.sandbox).detail}); thrown error -> tool error, sandbox kept; non-JSON arguments -> bad_request, nothing created or destroyed`;
+  }],
+
+  ['S5', 'abort_or_terminate_destroys_sandbox', 'the caller\'s abort, terminate() and closeSession() each destroy the sandbox', async (env) => {
+    const { page } = env;
+    await newHost(page);
+    const a = await page.evaluate(() => {
+      const ac = new AbortController();
+      setTimeout(() => ac.abort(), 50);
+      return window.h.call({ tool: 'a', revision: 'r-a', code: '() => new Promise(() => {})', signal: ac.signal });
+    });
+    const b = await call(page, { tool: 'b', revision: 'r-b', code: COUNTER });
+    await page.evaluate(() => window.h.terminate('r-b'));
+    const b2 = await call(page, { tool: 'b', revision: 'r-b', code: COUNTER });
+    const s1 = await call(page, { tool: 'b', revision: 'r-b', session: 'alice', code: COUNTER });
+    const closed = await page.evaluate(() => window.h.closeSession('alice'));
+    const s2 = await call(page, { tool: 'b', revision: 'r-b', session: 'alice', code: COUNTER });
+    const log = await hostLog(page);
+    expect(closed === 1 && destroyed(log, s1.sandbox)?.reason === 'session_closed' && s2.value.count === 1 && !destroyed(log, b2.sandbox),
+      'closeSession did not destroy exactly the session\'s sandbox');
+    expect(a.error?.code === 'cancelled' && destroyed(log, a.sandbox)?.reason === 'cancelled', 'abort: ' + JSON.stringify(a));
+    expect(destroyed(log, b.sandbox)?.reason === 'terminated' && b2.sandbox !== b.sandbox && b2.value.count === 1, 'terminate did not destroy');
+    return 'abort -> destroyed (cancelled); terminate -> destroyed (terminated), next call in a fresh sandbox; closeSession -> that session\'s sandbox destroyed (session_closed), others kept';
+  }],
+
+  ['S6', 'disposable_call_fresh_and_destroyed', 'a disposable call gets a fresh sandbox, destroyed after it', async (env) => {
+    const { page } = env;
+    await newHost(page);
+    const kept = await call(page, { tool: 'counter', revision: 'r1', code: COUNTER });
+    const d1 = await call(page, { tool: 'counter', revision: 'r1', code: COUNTER, disposable: true });
+    const d2 = await call(page, { tool: 'counter', revision: 'r1', code: COUNTER, disposable: true });
+    const log = await hostLog(page);
+    expect(d1.value.count === 1 && d2.value.count === 1, 'a disposable call saw state');
+    expect(destroyed(log, d1.sandbox)?.reason === 'disposable' && destroyed(log, d2.sandbox)?.reason === 'disposable', 'not destroyed');
+    expect(!destroyed(log, kept.sandbox) && d1.sandbox !== kept.sandbox, 'the retained sandbox was used or destroyed');
+    return 'two disposable calls: count 1 each, each sandbox destroyed (disposable); the retained one untouched';
+  }],
+
+  ['M13', 'mediated_fetch_refused_without_policy', 'fetch goes to the host page, which refuses it (policy_unavailable) as a tool error; nothing reaches the network', async (env) => {
+    const { page } = env;
+    await newHost(page);
+    canaryLog.length = 0;
+    const r = await call(page, { tool: 'f', revision: 'r1', code: `async ({u}) => { try { await fetch(u); return 'fetched'; } catch (e) { return e.name + ':' + e.code; } }`, args: { u: env.canary + '/p/mediated' } });
+    expect(r.ok && r.value === 'CapabilityError:policy_unavailable', 'got ' + JSON.stringify(r.value ?? r.error));
+    expect(canaryLog.length === 0, 'the canary was reached');
+    return 'fetch -> CapabilityError policy_unavailable, canary 0, sandbox kept';
+  }],
+
+  ['M2', 'global_fetch_is_context_fetch', 'global fetch is the call\'s context.fetch: both go to the host page and get its decision', async (env) => {
+    const { page } = env;
+    await newHost(page);
+    canaryLog.length = 0;
+    const r = await call(page, { tool: 'f', revision: 'r1', args: { u: env.canary + '/p/m2' }, code: `async ({u}, context) => {
+      const codes = [];
+      for (const f of [fetch, globalThis.fetch, self.fetch, context.fetch]) { try { await f(u); codes.push('fetched'); } catch (e) { codes.push(e.code); } }
+      return {same: globalThis.fetch === context.fetch, codes};
+    }` });
+    expect(r.ok && r.value.same, 'globalThis.fetch !== context.fetch');
+    expect(r.value.codes.every((c) => c === 'policy_unavailable'), 'codes ' + r.value.codes);
+    expect(canaryLog.length === 0, 'the canary was reached');
+    return 'fetch, globalThis.fetch, self.fetch and context.fetch are one function; all four refused by the host (policy_unavailable)';
+  }],
+
+  ['M6', 'direct_mode_public_address_space', 'even a policy that allows everything cannot reach a loopback server: direct mode uses targetAddressSpace "public"', async (env) => {
+    const { page } = env;
+    await page.evaluate(() => {
+      if (window.h) window.h.close();
+      window.h = new window.taskyon.SandboxHost({ decide: async () => ({ allow: true }) });
+    });
+    canaryLog.length = 0;
+    const r = await call(page, { tool: 'f', revision: 'r1', code: `async ({u}) => { try { const r = await fetch(u); return 'fetched ' + r.status; } catch (e) { return e.name + ':' + e.code; } }`, args: { u: env.canary + '/p/allowed' } });
+    expect(r.ok && r.value === 'CapabilityError:network_error', 'got ' + JSON.stringify(r.value ?? r.error));
+    expect(canaryLog.length === 0, `the canary saw ${canaryLog.length} request(s)`);
+    return 'allow-all decider, loopback target: refused by Chromium before sending (network_error), canary 0';
+  }],
+
+  ['M6', 'address_space_removal_is_detected', 'the same allow-all fetch without targetAddressSpace (test mode) DOES reach the loopback canary: the check can fail', async (env) => {
+    const { page } = env;
+    await directHost(page, {});
+    canaryLog.length = 0;
+    const r = await call(page, { tool: 'f', revision: 'r1', code: FETCH_CODE, args: { u: env.canary + '/p/allowed' } });
+    expect(canaryLog.length > 0, 'without the address space the canary still saw nothing: the check proves nothing');
+    return `without targetAddressSpace: ${r.value}, canary saw ${canaryLog.length} request(s)`;
+  }],
+
+  ['M9', 'no_ambient_credentials', 'a mediated request carries none of the host page\'s cookies', async (env) => {
+    const { page } = env;
+    await page.evaluate(() => { document.cookie = 'hostsession=secret; path=/; SameSite=Lax'; });
+    const control = await page.evaluate(async (u) => { await fetch(u, { credentials: 'include' }).catch(() => {}); return true; }, env.canary + '/p/control');
+    const withCookie = canaryLog.filter((h) => h.url === '/p/control' && h.cookie && h.cookie.includes('hostsession=secret')).length;
+    expect(control && withCookie === 1, 'the control request (credentials: include) did not carry the cookie: the check would prove nothing');
+    await directHost(page, {});
+    canaryLog.length = 0;
+    const r = await call(page, { tool: 'f', revision: 'r1', code: FETCH_CODE, args: { u: env.canary + '/p/mediated' } });
+    const hit = canaryLog.find((h) => h.url === '/p/mediated');
+    expect(r.ok && hit, 'the mediated request did not arrive: ' + JSON.stringify(r.value ?? r.error));
+    expect(hit.cookie === null, `the mediated request carried cookies: ${hit.cookie}`);
+    return `the page's own request carried the cookie, the mediated one none (${r.value})`;
+  }],
+
+  ['M10', 'no_automatic_redirects', 'a redirect is refused as a tool error and its target never requested', async (env) => {
+    const { page } = env;
+    await directHost(page, {});
+    canaryLog.length = 0;
+    const r = await call(page, { tool: 'f', revision: 'r1', code: FETCH_CODE, args: { u: env.canary + '/m/redirect' } });
+    await sleep(100);
+    expect(r.ok && r.value === 'CapabilityError:redirect_not_followed', 'got ' + JSON.stringify(r.value ?? r.error));
+    expect(!canaryLog.some((h) => h.url.startsWith('/m/after-redirect')), 'the redirect target was requested');
+    return 'a 302 -> CapabilityError redirect_not_followed; the target never requested';
+  }],
+
+  ['M11', 'timeouts_enforced', 'a response that never ends is cut at the fetch timeout, a tool error, the sandbox kept', async (env) => {
+    const { page } = env;
+    await directHost(page, { timeoutMs: 300 });
+    const r = await call(page, { tool: 'f', revision: 'r1', code: FETCH_CODE, args: { u: env.canary + '/m/slow' } });
+    expect(r.ok && r.value === 'CapabilityError:timeout', 'got ' + JSON.stringify(r.value ?? r.error));
+    return 'an endless response -> CapabilityError timeout after 300 ms; the call went on';
+  }],
+
+  ['M12', 'response_size_limits_enforced', 'a response larger than the cap is refused as a tool error', async (env) => {
+    const { page } = env;
+    await directHost(page, { maxResponseBytes: 1 << 20 });
+    const r = await call(page, { tool: 'f', revision: 'r1', code: FETCH_CODE, args: { u: env.canary + '/m/big' } });
+    expect(r.ok && r.value === 'CapabilityError:response_too_large', 'got ' + JSON.stringify(r.value ?? r.error));
+    return 'a 4 MiB response with a 1 MiB cap -> CapabilityError response_too_large';
+  }],
+];
+
+// ---------------------------------------------------------------- main
+
+const selected = checks.filter(([id, name]) => {
+  const full = `tool_security_contracts.${id}.${name}`;
+  return filters.length === 0 || filters.some((f) => full.includes(f));
+});
+
+if (list) {
+  for (const [id, name, desc] of selected) console.log(`tool_security_contracts.${id}.${name}  ${desc}`);
+  process.exit(0);
+}
+if (selected.length === 0) { console.error('browser checks: no check matches the filters'); process.exit(2); }
+
+if (!fs.existsSync(CHROMIUM)) {
+  const why = `${CHROMIUM} not found: run scripts/setup.sh (it installs Debian's chromium)`;
+  if (json) console.log(JSON.stringify({ skipped: why }));
+  else for (const [id, name] of selected) console.log(`SKIP tool_security_contracts.${id}.${name}: ${why}`);
+  process.exit(77);
+}
+
+let chromium;
+try {
+  ({ chromium } = await import('playwright-core'));
+} catch (e) {
+  console.error('browser checks: playwright-core is missing (npm ci, or scripts/setup.sh): ' + e.message);
+  process.exit(3);
+}
+
+const hostServer = startHostServer(), canaryServer = startCanary();
+const [hostPort, canaryPort] = await Promise.all([listen(hostServer), listen(canaryServer)]);
+const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox'] });
+const cdp = await browser.newBrowserCDPSession();
+const results = [];
+let failed = 0;
+const t0 = Date.now();
+for (const [id, name, desc, fn] of selected) {
+  const full = `tool_security_contracts.${id}.${name}`;
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  const started = Date.now();
+  let outcome, reason;
+  try {
+    const hostUrl = `http://127.0.0.1:${hostPort}/tests/page.html`;
+    await page.goto(hostUrl);
+    await page.waitForFunction(() => window.taskyonReady === true);
+    reason = await fn({ page, cdp, hostUrl, canary: `http://127.0.0.1:${canaryPort}` });
+    outcome = 'PASS';
+  } catch (e) {
+    outcome = 'FAIL';
+    reason = String(e && e.message || e).split('\n')[0];
+    failed++;
+  }
+  await context.close();
+  const ms = Date.now() - started;
+  results.push({ name: full, contract: id, description: desc, outcome, reason, ms });
+  if (!json) console.log(`${outcome} ${full} (${ms} ms): ${reason}`);
+}
+await browser.close();
+hostServer.close();
+canaryServer.close();
+if (json) console.log(JSON.stringify({ checks: results, summary: { passed: results.length - failed, failed, ms: Date.now() - t0 } }, null, 2));
+else console.log(`browser checks: ${results.length - failed} passed, ${failed} failed (${Date.now() - t0} ms)`);
+process.exit(failed ? 1 : 0);

@@ -1,0 +1,45 @@
+// The loopback server of the host page (browser/ as its root), shared by
+// run.mjs (the checks) and bench.mjs (the figures).
+import http from 'node:http';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import crypto from 'node:crypto';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');  // browser/
+
+const TYPES = { '.html': 'text/html; charset=utf-8', '.js': 'text/javascript; charset=utf-8', '.mjs': 'text/javascript; charset=utf-8',
+  '.wasm': 'application/wasm', '.json': 'application/json' };
+
+export function listen(server) {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => resolve(server.address().port));
+  });
+}
+
+export function startHostServer() {
+  const server = http.createServer((req, res) => {
+    const url = new URL(req.url, 'http://x');
+    const file = path.resolve(root, '.' + decodeURIComponent(url.pathname));
+    if (!file.startsWith(root + path.sep) || !fs.existsSync(file) || !fs.statSync(file).isFile()) {
+      res.writeHead(404).end('not found');
+      return;
+    }
+    const headers = { 'content-type': TYPES[path.extname(file)] || 'application/octet-stream', 'cache-control': 'no-store' };
+    if (url.searchParams.get('csp') === 'strict' && file.endsWith('.html')) headers['content-security-policy'] = strictHostCsp();
+    res.writeHead(200, headers);
+    fs.createReadStream(file).pipe(res);
+  });
+  return server;
+}
+
+
+// A strict CSP for a host page: its own scripts, the sandbox bootstrap's hash
+// (a srcdoc iframe inherits the page's CSP, the intersection applies) and
+// blob: workers; nothing else. The hash is computed from the file served.
+export function strictHostCsp() {
+  const boot = fs.readFileSync(path.join(root, 'sandbox', 'bootstrap.js'));
+  const hash = 'sha256-' + crypto.createHash('sha256').update(boot).digest('base64');
+  return `default-src 'none'; script-src 'self' '${hash}' blob:; worker-src blob:; connect-src 'self'; base-uri 'none'; form-action 'none'; object-src 'none'`;
+}
