@@ -1,8 +1,9 @@
 // Exposes the sandbox host to the checks (page.evaluate). A value only the host
 // page holds, to show that sandboxed code never sees it (B1).
 import * as host from '../host/host.js';
+import * as popup from '../host/popup.js';
 
 /** @type {any} */ (window).__hostSecret = 'host-page-secret';
 try { localStorage.setItem('taskyon-host-secret', 'host-page-secret'); } catch { /* not needed */ }
-/** @type {any} */ (window).taskyon = host;
+/** @type {any} */ (window).taskyon = { ...host, popup };
 /** @type {any} */ (window).taskyonReady = true;

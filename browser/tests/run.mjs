@@ -226,6 +226,33 @@ async function spinAndMeasure(env, testing, how) {
   return { r, entry, busyMs: Math.round(cpuDelta(a, b).s * 1000), busy: cpuDelta(a, b).busy, windowMs: 500, destroyedAfterMs: Math.round(lateMs) };
 }
 
+// ---------------------------------------------------------------- B5 popups
+
+const TRUSTED = 'sha256:' + 'ab'.repeat(32);     // the revision of the page's trusted host tool
+const POPUP_ORIGIN = 'https://popup.example.test';  // served by a playwright route: no network
+
+// window.ph = a PopupHost trusting TRUSTED, with `viewer`@TRUSTED permitted for `targets`.
+async function popupHost(page, targets = []) {
+  await page.evaluate(({ targets, trusted }) => {
+    const { PopupHost, PopupPermissions } = window.taskyon.popup;
+    window.TRUSTED = trusted;
+    window.perms = new PopupPermissions();
+    for (const t of targets) if (!window.perms.grant('viewer', trusted, t).ok) throw new Error('grant ' + t);
+    window.ph = new PopupHost({ permissions: window.perms, trusted: [trusted] });
+    const b = document.createElement('button');
+    b.id = 'open'; b.textContent = 'open';
+    b.onclick = () => { window.popResult = window.ph.open(window.popRequest); };
+    document.body.append(b);
+  }, { targets, trusted: TRUSTED });
+}
+
+// The user's click on the host page's button, which asks for `req`.
+async function clickOpen(page, req) {
+  await page.evaluate((r) => { window.popRequest = r; window.popResult = null; }, req);
+  await page.click('#open');
+  return page.evaluate(() => window.popResult);
+}
+
 // ---------------------------------------------------------------- the checks
 
 // A tool that fetches `u` and says what happened.
@@ -436,7 +463,123 @@ const checks = [
     const opened = await (await sandboxFrame(page)).evaluate((u) => String(window.open(u + '/p/popup', '_blank')), env.canary);
     await sleep(300);
     expect(opened === 'null' && page.context().pages().length === pages && canaryLog.length === 0, `window.open in the iframe gave ${opened}, canary ${canaryLog.length}`);
-    return 'worker: typeof open is undefined; iframe: window.open gives null, no page, canary 0 (the host-window half of B5 is not built)';
+    return 'worker: typeof open is undefined; iframe: window.open gives null, no page, canary 0';
+  }],
+
+  ['B5', 'popup_refused_without_permission', 'a trusted host tool without a popup permission, or an untrusted revision with one, opens nothing even on a click', async (env) => {
+    const { page } = env;
+    await popupHost(page);
+    const before = page.context().pages().length;
+    const refused = [];
+    for (const req of [{ tool: 'viewer', revision: TRUSTED, html: '<p>hi</p>' },
+      { tool: 'viewer', revision: TRUSTED, url: POPUP_ORIGIN + '/page' },
+      { tool: 'viewer', revision: 'sha256:untrusted', html: '<p>hi</p>', grant: true }]) {
+      if (req.grant) await page.evaluate((r) => window.perms.grant(r.tool, r.revision, 'custom-html'), req);
+      const r = await clickOpen(page, req);
+      expect(r && r.ok === false, 'opened: ' + JSON.stringify(r));
+      refused.push(r.code);
+    }
+    await sleep(300);
+    expect(page.context().pages().length === before, 'a window opened');
+    expect(refused.join() === 'no_permission,no_permission,not_trusted', 'codes ' + refused.join());
+    // Bad targets are refused as permissions too.
+    const bad = await page.evaluate(() => ['http://x.example', 'https://x.example/', 'https://u:p@x.example', 'null', 'custom-HTML']
+      .map((t) => window.perms.grant('viewer', 'sha256:t', t).ok));
+    expect(bad.every((ok) => ok === false), 'a bad permission target was stored: ' + bad);
+    return `on a click: ${refused.join(', ')}; no window; http, path, credential and other non-origin targets refused as permissions`;
+  }],
+
+  ['B5', 'popup_opens_only_on_click', 'with a permission, a popup opens from the user\'s click and never without one', async (env) => {
+    const { page } = env;
+    // Playwright's evaluate runs as a user gesture, so the call without a click is
+    // made through CDP (userGesture false) in a freshly loaded page no gesture reached.
+    const session = await page.context().newCDPSession(page);
+    await page.reload();
+    const before = page.context().pages().length;
+    const { result } = await session.send('Runtime.evaluate', { awaitPromise: true, returnByValue: true, userGesture: false,
+      expression: `(async () => {
+        while (!window.taskyonReady) await new Promise((r) => setTimeout(r, 20));
+        const { PopupHost, PopupPermissions } = window.taskyon.popup;
+        const perms = new PopupPermissions();
+        perms.grant('viewer', ${JSON.stringify(TRUSTED)}, 'custom-html');
+        const ph = new PopupHost({ permissions: perms, trusted: [${JSON.stringify(TRUSTED)}] });
+        return { active: navigator.userActivation.isActive, r: ph.open({ tool: 'viewer', revision: ${JSON.stringify(TRUSTED)}, html: '<p>x</p>' }) };
+      })()` });
+    const noClick = result.value;
+    await sleep(300);
+    expect(noClick && noClick.active === false, 'the page had a user activation: ' + JSON.stringify(noClick));
+    expect(noClick.r.ok === false && noClick.r.code === 'no_user_activation', 'without a click: ' + JSON.stringify(noClick));
+    await popupHost(page, ['custom-html']);
+    expect(page.context().pages().length === before, 'a window opened without a click');
+    const [popup, r] = await Promise.all([page.context().waitForEvent('page', { timeout: 5000 }),
+      clickOpen(page, { tool: 'viewer', revision: TRUSTED, html: '<p id="x">hello</p>' })]);
+    expect(r.ok === true, 'on a click: ' + JSON.stringify(r));
+    await popup.waitForLoadState();
+    const log = await page.evaluate(() => window.ph.log.map((e) => e.verdict + ':' + e.code));
+    return `without a click: no_user_activation, no window; on a click: a window (${popup.url().slice(0, 5)}…); log ${log.join(' ')}`;
+  }],
+
+  ['B5', 'custom_html_popup_isolated', 'custom HTML runs in an opaque origin in a script-free host window with no opener: no host storage, no parent, no network', async (env) => {
+    const { page } = env;
+    await popupHost(page, ['custom-html']);
+    canaryLog.length = 0;
+    const html = `<p id="x">hello</p><script>
+      const out = {origin: self.origin};
+      try { out.storage = String(localStorage.getItem('taskyon-host-secret')); } catch (e) { out.storage = 'threw ' + e.name; }
+      try { out.parent = String(parent.document.body.innerHTML.length); } catch (e) { out.parent = 'threw ' + e.name; }
+      try { out.opener = String(top.opener); } catch (e) { out.opener = 'threw ' + e.name; }
+      fetch(${JSON.stringify(env.canary)} + '/p/popup_fetch').then(() => { out.fetch = 'reached'; }, () => { out.fetch = 'blocked'; });
+      new Image().src = ${JSON.stringify(env.canary)} + '/p/popup_img';
+      window.__out = out;
+    </script>`;
+    const [popup] = await Promise.all([page.context().waitForEvent('page', { timeout: 5000 }),
+      clickOpen(page, { tool: 'viewer', revision: TRUSTED, html })]);
+    await popup.waitForLoadState();
+    const outer = await popup.evaluate(() => ({ opener: window.opener === null, scripts: document.scripts.length,
+      origin: self.origin, iframes: [...document.querySelectorAll('iframe')].map((f) => f.getAttribute('sandbox')) }));
+    const inner = popup.frames().find((f) => f !== popup.mainFrame());
+    expect(inner, 'the popup has no inner frame');
+    await inner.waitForFunction(() => window.__out && window.__out.fetch, null, { timeout: 5000 });
+    const out = await inner.evaluate(() => window.__out);
+    await sleep(300);
+    expect(outer.opener && outer.scripts === 0, 'outer window: ' + JSON.stringify(outer));
+    expect(outer.iframes.length === 1 && outer.iframes[0] === 'allow-scripts', 'iframe sandbox ' + JSON.stringify(outer.iframes));
+    expect(out.origin === 'null', 'custom HTML origin ' + out.origin);
+    expect(out.storage.startsWith('threw') && out.parent.startsWith('threw'), 'custom HTML reached host state: ' + JSON.stringify(out));
+    expect(out.fetch === 'blocked' && canaryLog.length === 0, `custom HTML reached the network: ${out.fetch}, canary ${canaryLog.length}`);
+    return `window.opener null, 0 scripts in the host window; HTML origin "null", localStorage ${out.storage}, parent ${out.parent}; fetch ${out.fetch}, canary 0`;
+  }],
+
+  ['B5', 'https_origin_popup_has_no_opener', 'a permitted exact HTTPS origin opens on a click with no opener and none of the host\'s storage; another origin of the same tool is refused', async (env) => {
+    const { page } = env;
+    await page.context().route(POPUP_ORIGIN + '/**', (route) => route.fulfill({ status: 200, contentType: 'text/html',
+      body: '<!doctype html><p>permitted origin</p>' }));
+    await popupHost(page, [POPUP_ORIGIN]);
+    const other = await clickOpen(page, { tool: 'viewer', revision: TRUSTED, url: 'https://other.example.test/' });
+    expect(other.ok === false && other.code === 'no_permission', 'another origin: ' + JSON.stringify(other));
+    const [popup, r] = await Promise.all([page.context().waitForEvent('page', { timeout: 5000 }),
+      clickOpen(page, { tool: 'viewer', revision: TRUSTED, url: POPUP_ORIGIN + '/page?q=1' })]);
+    expect(r.ok === true, JSON.stringify(r));
+    await popup.waitForLoadState();
+    const seen = await popup.evaluate(() => ({ opener: window.opener === null, origin: self.origin,
+      storage: localStorage.getItem('taskyon-host-secret'), referrer: document.referrer }));
+    expect(seen.opener && seen.origin === POPUP_ORIGIN && seen.storage === null && seen.referrer === '', JSON.stringify(seen));
+    return `${POPUP_ORIGIN}: opener null, origin its own, host secret not in its storage, no referrer; other.example.test refused`;
+  }],
+
+  ['B5', 'opener_is_detectable', 'a window opened without noopener (the check\'s own control) DOES have an opener: the measurement above can fail', async (env) => {
+    const { page } = env;
+    await page.context().route(POPUP_ORIGIN + '/**', (route) => route.fulfill({ status: 200, contentType: 'text/html', body: '<p>x</p>' }));
+    await page.evaluate((u) => {
+      const b = document.createElement('button'); b.id = 'raw'; b.textContent = 'raw';
+      b.onclick = () => { window.open(u, '_blank'); };
+      document.body.append(b);
+    }, POPUP_ORIGIN + '/raw');
+    const [popup] = await Promise.all([page.context().waitForEvent('page', { timeout: 5000 }), page.click('#raw')]);
+    await popup.waitForLoadState();
+    const hasOpener = await popup.evaluate(() => window.opener !== null);
+    expect(hasOpener, 'without noopener the popup still had no opener: the check cannot tell');
+    return 'window.open without noopener: window.opener is set in the popup';
   }],
 
   ['S1', 'retained_per_revision_and_session', 'state survives calls of one (revision, session), never another session or revision', async (env) => {

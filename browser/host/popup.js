@@ -1,0 +1,153 @@
+// Host-owned popup windows (DESIGN §9 B5, §7 M16; issue 14 item 5).
+//
+// * Sandboxed tool code can never open a window: a worker has no `open`, the
+//   sandbox iframe has no `allow-popups`, and no sandbox message asks for one
+//   (validate.js knows no such type: a sandbox that sends one is destroyed).
+// * A popup is opened by the HOST PAGE for a trusted host tool (a revision the
+//   page names in `trusted`: host code the user installed with trust, never a
+//   sandboxed tool), only while the page has the user's transient activation
+//   (a click), and only with a stored permission for that (tool, revision,
+//   target), target being `custom-html` or one exact HTTPS origin.
+// * Every window is opened with `noopener,noreferrer`: it has no `opener`, the
+//   host gets no handle to it, and it is a browsing context group of its own.
+// * Custom HTML never runs in the host origin. Never `about:blank` +
+//   `document.write` and never `allow-popups-to-escape-sandbox` (both give the
+//   HTML the host's origin, BROWSER.md): the window is a script-free blob:
+//   document of the host whose only content is
+//   `<iframe sandbox="allow-scripts" srcdoc="…">` — the HTML runs in an opaque
+//   origin ("null"), under a CSP (inherited by the srcdoc) that admits inline
+//   script and style, data:/blob: images and nothing from the network.
+// * Every decision is appended to `popups.log` {seq, at, tool, revision,
+//   target, verdict: 'opened'|'refused', code}.
+//
+// Refusal codes: `not_trusted`, `bad_target`, `no_permission`,
+// `no_user_activation`, `too_large`, `open_failed`.
+
+/** The target name of custom HTML (the other targets are exact HTTPS origins). */
+export const CUSTOM_HTML = 'custom-html';
+
+/** Largest custom HTML document, in bytes of UTF-16 code units (1 MiB). */
+export const MAX_HTML = 1 << 20;
+
+/** The CSP of a custom-HTML popup (its srcdoc iframe inherits it): no network at all. */
+export const POPUP_CSP = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data: blob:; font-src data:; base-uri 'none'; form-action 'none'";
+
+/** How long a popup's blob: URL stays resolvable (ms): the new window must load it first. */
+const BLOB_LIFETIME_MS = 60000;
+
+/**
+ * The canonical form of a popup target, or null when it is neither `custom-html`
+ * nor an exact HTTPS origin (`https://host[:port]`, no path, query, fragment or
+ * credentials; the string must already be the origin's serialization).
+ * @param {unknown} target @returns {string|null}
+ */
+export function popupTarget(target) {
+  if (target === CUSTOM_HTML) return CUSTOM_HTML;
+  if (typeof target !== 'string') return null;
+  let u;
+  try { u = new URL(target); } catch { return null; }
+  if (u.protocol !== 'https:' || u.origin !== target) return null;
+  return u.origin;
+}
+
+function keyOf(tool, revision, target) { return JSON.stringify([tool, revision, target]); }
+
+/**
+ * Popup permissions per (tool, revision, target). In memory: the IndexedDB
+ * store (issue 14 item 6) is not built; it will take this interface.
+ */
+export class PopupPermissions {
+  constructor() { /** @type {Map<string, {tool: string, revision: string, target: string, at: number}>} */ this._m = new Map(); }
+
+  /** @returns {{ok: true} | {ok: false, code: string, message: string}} */
+  grant(tool, revision, target) {
+    const t = popupTarget(target);
+    if (typeof tool !== 'string' || !tool || typeof revision !== 'string' || !revision || t === null) {
+      return { ok: false, code: 'bad_target', message: 'a popup permission needs a tool, a revision and custom-html or an exact https:// origin' };
+    }
+    this._m.set(keyOf(tool, revision, t), { tool, revision, target: t, at: Date.now() });
+    return { ok: true };
+  }
+
+  revoke(tool, revision, target) { return this._m.delete(keyOf(tool, revision, popupTarget(target))); }
+
+  has(tool, revision, target) { return this._m.has(keyOf(tool, revision, target)); }
+
+  list() { return [...this._m.values()]; }
+}
+
+function escapeAttribute(s) {
+  return s.replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+}
+
+/** The script-free wrapper document of a custom-HTML popup. */
+export function customHtmlDocument(html, title = 'Taskyon') {
+  return '<!doctype html><html><head>'
+    + `<meta http-equiv="Content-Security-Policy" content="${escapeAttribute(POPUP_CSP)}">`
+    + `<meta charset="utf-8"><title>${escapeAttribute(title)}</title>`
+    + '<style>html,body{margin:0;height:100%}iframe{border:0;width:100%;height:100%;display:block}</style>'
+    + `</head><body><iframe sandbox="allow-scripts" referrerpolicy="no-referrer" srcdoc="${escapeAttribute(html)}"></iframe></body></html>`;
+}
+
+export class PopupHost {
+  /**
+   * @param {object} o
+   * @param {PopupPermissions} o.permissions
+   * @param {Iterable<string>} o.trusted revision ids of the page's trusted host tools
+   * @param {{open: typeof window.open, userActivation: () => boolean}} [o.window] the page's window (tests only)
+   */
+  constructor(o) {
+    this._permissions = o.permissions;
+    this._trusted = new Set(o.trusted || []);
+    this._open = o.window?.open || ((url, name, features) => window.open(url, name, features));
+    this._activation = o.window?.userActivation || (() => Boolean(navigator.userActivation && navigator.userActivation.isActive));
+    this.log = [];
+  }
+
+  /** @returns {{ok: boolean, code?: string, message?: string}} */
+  _decide(tool, revision, target, verdict, code, message = '') {
+    this.log.push({ seq: this.log.length + 1, at: performance.now(), tool, revision, target, verdict, code });
+    return verdict === 'opened' ? { ok: true } : { ok: false, code, message };
+  }
+
+  /**
+   * Opens a popup for a trusted host tool; call it from the user's click handler.
+   * @param {{tool: string, revision: string, url?: string, html?: string, title?: string}} r
+   *        `url`: an https URL whose exact origin is permitted; `html`: a document (needs custom-html)
+   * @returns {{ok: boolean, code?: string, message?: string}} code and message when refused
+   */
+  open(r) {
+    const { tool, revision } = r;
+    const isHtml = typeof r.html === 'string';
+    let target = CUSTOM_HTML, url = '';
+    if (!isHtml) {
+      try { url = new URL(String(r.url)).href; target = popupTarget(new URL(url).origin); } catch { target = null; }
+      if (target === null || target === CUSTOM_HTML) {
+        return this._decide(tool, revision, String(r.url), 'refused', 'bad_target', 'a popup opens custom HTML or an https:// URL');
+      }
+    }
+    if (!this._trusted.has(revision)) {
+      return this._decide(tool, revision, target, 'refused', 'not_trusted', 'only a trusted host tool opens popups; sandboxed tools never do');
+    }
+    if (!this._permissions.has(tool, revision, target)) {
+      return this._decide(tool, revision, target, 'refused', 'no_permission', `${tool} (${revision}) holds no popup permission for ${target}`);
+    }
+    if (!this._activation()) {
+      return this._decide(tool, revision, target, 'refused', 'no_user_activation', 'a popup opens only from the user\'s click');
+    }
+    if (isHtml && r.html.length > MAX_HTML) {
+      return this._decide(tool, revision, target, 'refused', 'too_large', `custom HTML over ${MAX_HTML} bytes`);
+    }
+    if (isHtml) {
+      url = URL.createObjectURL(new Blob([customHtmlDocument(r.html, r.title)], { type: 'text/html' }));
+      setTimeout(() => URL.revokeObjectURL(url), BLOB_LIFETIME_MS);
+    }
+    // With noopener the result is always null: the host never holds the window.
+    try {
+      this._open(url, '_blank', 'noopener,noreferrer');
+    } catch (e) {
+      return this._decide(tool, revision, target, 'refused', 'open_failed', String(e && e.message));
+    }
+    return this._decide(tool, revision, target, 'opened', '');
+  }
+}
