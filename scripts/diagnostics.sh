@@ -9,9 +9,11 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build="${TASKYON_BUILD:-$root/build}"
 
 # --browser: the browser checks in Chromium instead (scripts/browser-checks.sh;
-# the other arguments, e.g. --filter, go with them). They need no tycli build.
+# the other arguments, e.g. --filter, go with them). They need no tycli build;
+# B8 (strict mode) uses an existing $build/tycli (or $TASKYON_TYCLI) and SKIPs without.
 for a in "$@"; do
   if [ "$a" = "--browser" ]; then
+    if [ -z "${TASKYON_TYCLI:-}" ] && [ -x "$build/tycli" ]; then export TASKYON_TYCLI="$build/tycli"; fi
     args=()
     for b in "$@"; do [ "$b" = "--browser" ] || args+=("$b"); done
     exec bash "$root/scripts/browser-checks.sh" ${args[@]+"${args[@]}"}

@@ -18,6 +18,7 @@
 
 import { Sandbox, loadAssets } from './sandbox.js';
 import { refuseAll } from './policy.js';
+import { egressOptions } from './egress.js';
 
 export { refuseAll } from './policy.js';
 export { sandboxCsp } from './sandbox.js';
@@ -35,6 +36,8 @@ export class SandboxHost {
    * @param {(request: object) => Promise<object>} [o.decide] the fetch policy (policy.js); default refuses all
    * @param {URL|string} [o.assetsBase] folder of bootstrap.js and harness.js
    * @param {object} [o.fetchOptions] direct-mode fetch limits (fetch.js)
+   * @param {{endpoint: string, token: string}} [o.egress] strict mode (B8, egress.js): every mediated
+   *        request goes to tycli serve's /v1/fetch, `decide` is never consulted
    * @param {{stripCsp?: boolean, cspLayers?: string, keepIframeOnDestroy?: boolean, omitAddressSpace?: boolean, noRecycle?: boolean}} [o.testing]
    *        negative controls for the checks (sandbox.js); never in a product page
    * @param {Element} [o.container] where sandbox iframes go (document.body)
@@ -43,6 +46,9 @@ export class SandboxHost {
     this._decide = o.decide || refuseAll;
     this._assetsBase = new URL(o.assetsBase || '../sandbox/', import.meta.url);
     this._fetchOptions = o.fetchOptions || {};
+    this._egress = o.egress ? egressOptions(o.egress) : null;
+    /** 'strict' (the server decides every request) or 'direct' (decide + the page's fetch) */
+    this.mode = this._egress ? 'strict' : 'direct';
     /** @type {{stripCsp?: boolean, cspLayers?: string, keepIframeOnDestroy?: boolean, omitAddressSpace?: boolean, noRecycle?: boolean}} */
     this._testing = Object.freeze({ ...(o.testing || {}) });
     this._container = o.container || document.body;
@@ -74,7 +80,7 @@ export class SandboxHost {
   async _create(tool, revision, session, code) {
     const sb = new Sandbox({
       assets: await this.assets(), code, tool, revision, session, decide: this._decide,
-      fetchOptions: this._fetchOptions, container: this._container, testing: this._testing,
+      fetchOptions: this._fetchOptions, egress: this._egress, container: this._container, testing: this._testing,
       onDestroy: (s, reason, detail, wasRunning) => {
         this._live.delete(s);
         const key = keyOf(s.revision, s.session);

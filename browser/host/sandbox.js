@@ -10,6 +10,7 @@
 
 import { validateMessage } from './validate.js';
 import { directFetch, FetchRefused } from './fetch.js';
+import { egressFetch } from './egress.js';
 
 /** The sandbox CSP (meta first in the srcdoc and the iframe's csp attribute). */
 export function sandboxCsp(bootstrapHash) {
@@ -52,6 +53,8 @@ export class Sandbox {
    * @param {string} o.tool @param {string} o.revision @param {string} o.session
    * @param {(request: object) => Promise<object>} o.decide  the fetch policy seam (policy.js)
    * @param {object} [o.fetchOptions] directFetch options (timeoutMs, maxResponseBytes)
+   * @param {import('./egress.js').EgressOptions|null} [o.egress] strict mode: every fetch goes to this
+   *        egress proxy (egress.js), `decide` is not consulted
    * @param {(sb: Sandbox, reason: string, detail: string, wasRunning: boolean) => void} o.onDestroy
    * @param {Element} o.container where the iframe goes
    * @param {{stripCsp?: boolean, cspLayers?: string, keepIframeOnDestroy?: boolean, omitAddressSpace?: boolean}} [o.testing]
@@ -168,6 +171,7 @@ export class Sandbox {
     const reply = (r) => {
       if (this._call === call && this.state === 'busy') this.port.postMessage({ t: 'fetch_result', id: call.id, req: m.req, ...r }, r.body ? [r.body] : []);
     };
+    if (this._o.egress) { this._strictFetch(m, call, reply); return; }
     const request = { revision: this.revision, session: this.session, tool: this.tool, url: m.url, method: m.method, headers: m.headers };
     let verdict;
     try {
@@ -186,6 +190,17 @@ export class Sandbox {
     } catch (e) {
       const code = e instanceof FetchRefused ? e.code : 'network_error';
       reply({ ok: false, code, message: String(e && e.message) });
+    }
+  }
+
+  // B8: strict mode. The server decides from its own store; the page's decide is bypassed.
+  async _strictFetch(m, call, reply) {
+    try {
+      const r = await egressFetch({ url: m.url, method: m.method, headers: m.headers, body: m.body },
+        { revision: this.revision }, this._o.egress, call.controller.signal);
+      reply({ ok: true, status: r.status, statusText: r.statusText, headers: r.headers, body: r.body });
+    } catch (e) {
+      reply({ ok: false, code: e instanceof FetchRefused ? e.code : 'network_error', message: String(e && e.message) });
     }
   }
 

@@ -6,28 +6,36 @@
 // canary server on another loopback port that logs every request, none of which
 // should ever arrive.
 //
-//   node browser/tests/run.mjs [--filter SUBSTRING]... [--json] [--list]
+//   node browser/tests/run.mjs [--filter SUBSTRING]... [--json] [--list] [--tycli PATH]
+//
+// B8 (strict mode) starts a real `tycli serve` from --tycli PATH (or $TASKYON_TYCLI)
+// in its own TASKYON_HOME; without a binary those checks SKIP with the reason.
 //
 // One line per check, named as `tycli diagnostics` names them
 // (tool_security_contracts.<id>.<name>): PASS, FAIL or SKIP with the reason.
 // Exit: 0 no check failed; 1 a check failed; 77 Chromium missing (SKIP: run
 // scripts/setup.sh); 3 the environment failed.
 import http from 'node:http';
+import https from 'node:https';
 import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { spawn, spawnSync } from 'node:child_process';
 import { listen, startHostServer } from './servers.mjs';
 
 const CHROMIUM = process.env.TASKYON_CHROMIUM || '/usr/bin/chromium';
 
 const argv = process.argv.slice(2);
 const filters = [];
-let json = false, list = false;
+let json = false, list = false, tycliArg = '';
 for (let i = 0; i < argv.length; i++) {
   if (argv[i] === '--filter') filters.push(argv[++i] || '');
   else if (argv[i] === '--json') json = true;
   else if (argv[i] === '--list') list = true;
+  else if (argv[i] === '--tycli') tycliArg = argv[++i] || '';
   else { console.error(`browser checks: unknown argument ${argv[i]}`); process.exit(2); }
 }
-
+const TYCLI = tycliArg || process.env.TASKYON_TYCLI || '';
 // ---------------------------------------------------------------- servers
 
 // Every request that reaches the canary is logged: a sandbox probe must never get here.
@@ -252,6 +260,95 @@ async function clickOpen(page, req) {
   await page.click('#open');
   return page.evaluate(() => window.popResult);
 }
+
+// ---------------------------------------------------------------- B8 strict mode: a real tycli serve
+
+// A Skip thrown by a check reports SKIP with its reason.
+class Skip extends Error {}
+
+// Started by the first B8 check, stopped at the end: its own TASKYON_HOME in a temp dir, a
+// self-signed HTTPS upstream on loopback (admitted by tycli's TEST ONLY --fetch-allow-cidr and
+// --fetch-ca-file, as in tests/serve_test.cc), tools installed and a grant given via the CLI.
+let strict = null;
+const upstreamLog = [];
+
+function cli(args) {
+  const r = spawnSync(TYCLI, ['--json', ...args], { env: { ...process.env, TASKYON_HOME: strict.home }, encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`tycli ${args.join(' ')}: exit ${r.status}: ${r.stderr.trim()}`);
+  return r.stdout.trim() ? JSON.parse(r.stdout) : null;
+}
+
+async function strictEnv() {
+  if (!TYCLI) throw new Skip('no tycli binary given (--tycli PATH or TASKYON_TYCLI; the ctest passes the build\'s)');
+  if (!fs.existsSync(TYCLI)) throw new Error(`tycli binary ${TYCLI} does not exist`);
+  if (strict) return strict;
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'taskyon-b8-'));
+  strict = { dir, home: path.join(dir, 'home'), serve: null, port: 0, token: '', revisions: {} };
+  const gen = spawnSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes',
+    '-keyout', path.join(dir, 'key.pem'), '-out', path.join(dir, 'cert.pem'), '-days', '1', '-subj', '/CN=127.0.0.1',
+    '-addext', 'subjectAltName=IP:127.0.0.1', '-addext', 'basicConstraints=critical,CA:TRUE'], { encoding: 'utf8' });
+  if (gen.status !== 0) throw new Error('openssl req failed: ' + gen.stderr);
+  const upstream = https.createServer({ key: fs.readFileSync(path.join(dir, 'key.pem')), cert: fs.readFileSync(path.join(dir, 'cert.pem')) }, (req, res) => {
+    upstreamLog.push({ method: req.method, url: req.url, origin: req.headers.origin || null, ua: req.headers['user-agent'] || '',
+      authorization: req.headers.authorization || null, cookie: req.headers.cookie || null });
+    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ upstream: true, path: req.url }));
+  });
+  strict.upstream = upstream;
+  strict.upstreamPort = await listen(upstream);
+  strict.origin = `https://127.0.0.1:${strict.upstreamPort}`;
+  for (const name of ['getter', 'other']) {
+    const file = path.join(dir, name + '.json');
+    fs.writeFileSync(file, JSON.stringify({ name, description: 'B8 check tool', parameters: { type: 'object', properties: {} },
+      execution: 'sandboxed-code', runtime: 'javascript', code: STRICT_CODE }));
+    strict.revisions[name] = cli(['tool', 'install', file])[0].revision;
+  }
+  cli(['grant', 'fetch', 'getter', strict.origin, '--access', 'read']);
+  const serve = spawn(TYCLI, ['--json', '--fetch-allow-cidr', '127.0.0.1/32', '--fetch-ca-file', path.join(dir, 'cert.pem'),
+    'serve', '--port', '0'], { env: { ...process.env, TASKYON_HOME: strict.home }, stdio: ['ignore', 'pipe', 'pipe'] });
+  strict.serve = serve;
+  let err = '';
+  serve.stderr.on('data', (d) => { err += d; });
+  const first = await new Promise((resolve, reject) => {
+    let out = '';
+    const timer = setTimeout(() => reject(new Error('tycli serve did not start in 10 s: ' + err)), 10000);
+    serve.stdout.on('data', (d) => { out += d; const nl = out.indexOf('\n'); if (nl >= 0) { clearTimeout(timer); resolve(out.slice(0, nl)); } });
+    serve.on('exit', (code) => { clearTimeout(timer); reject(new Error(`tycli serve exited ${code}: ${err}`)); });
+  });
+  const where = JSON.parse(first);
+  strict.port = where.port;
+  strict.token = fs.readFileSync(where.tokenFile, 'utf8').trim();
+  return strict;
+}
+
+async function stopStrict() {
+  if (!strict) return;
+  if (strict.serve && strict.serve.exitCode === null) {
+    const exited = new Promise((r) => strict.serve.once('exit', r));
+    strict.serve.kill('SIGTERM');
+    await Promise.race([exited, sleep(5000)]);
+  }
+  if (strict.upstream) strict.upstream.close();
+  fs.rmSync(strict.dir, { recursive: true, force: true });
+}
+
+// The tool code the browser runs in strict mode (the installed revision's code).
+const STRICT_CODE = `async ({u, method = 'GET'}) => {
+  try { const r = await fetch(u, {method}); return {status: r.status, body: await r.text()}; }
+  catch (e) { return {error: e.name + ':' + (e.code || '')}; }
+}`;
+
+// window.h in strict mode (the relay's /serve/v1/fetch: same origin as the page), with a decide
+// that would allow everything and counts how often it is asked.
+async function strictHost(page, env, endpoint = '/serve/v1/fetch') {
+  await page.evaluate(({ endpoint, token }) => {
+    if (window.h) window.h.close();
+    window.decided = 0;
+    window.h = new window.taskyon.SandboxHost({ egress: { endpoint, token },
+      decide: async () => { window.decided++; return { allow: true }; } });
+  }, { endpoint, token: env.token });
+}
+
+const audit = () => cli(['audit']);
 
 // ---------------------------------------------------------------- the checks
 
@@ -769,6 +866,60 @@ const checks = [
     expect(r.ok && r.value === 'CapabilityError:response_too_large', 'got ' + JSON.stringify(r.value ?? r.error));
     return 'a 4 MiB response with a 1 MiB cap -> CapabilityError response_too_large';
   }],
+
+  ['B8', 'strict_granted_passes_the_proxy', 'in strict mode a granted request goes through tycli serve\'s /v1/fetch and is audited there; the page\'s decide is never asked and no request leaves the page for the target', async (env) => {
+    const { page } = env;
+    const s = await strictEnv();
+    await strictHost(page, s);
+    canaryLog.length = 0; upstreamLog.length = 0;
+    const before = audit().length;
+    const rev = s.revisions.getter;
+    const r = await call(page, { tool: 'getter', revision: rev, code: STRICT_CODE, args: { u: s.origin + '/granted?x=1' } });
+    expect(r.ok && r.value.status === 200 && JSON.parse(r.value.body).path === '/granted?x=1', 'the call gave ' + JSON.stringify(r.value ?? r.error));
+    const rows = audit().slice(before);
+    expect(rows.length === 1 && rows[0].capability === 'fetch' && rows[0].verdict === 'allow' && rows[0].revision === rev && rows[0].target === s.origin,
+      'audit rows ' + JSON.stringify(rows));
+    expect(upstreamLog.length === 1 && upstreamLog[0].origin === null && !/Chrom/i.test(upstreamLog[0].ua) && upstreamLog[0].authorization === null,
+      'the upstream saw ' + JSON.stringify(upstreamLog));
+    const decided = await page.evaluate(() => window.decided);
+    expect(decided === 0 && canaryLog.length === 0, `decide asked ${decided} times, canary ${canaryLog.length}`);
+    return `200 from ${s.origin} via /v1/fetch; audit: fetch allow under ${rev.slice(0, 15)}…; upstream saw 1 request, from tycli (no Origin, no browser UA, no token); decide asked 0 times; canary 0`;
+  }],
+
+  ['B8', 'strict_ungranted_refused', 'in strict mode the server refuses what no grant allows (a write, another revision, a loopback target) although the page\'s decide allows all; nothing reaches the target', async (env) => {
+    const { page } = env;
+    const s = await strictEnv();
+    await strictHost(page, s);
+    canaryLog.length = 0; upstreamLog.length = 0;
+    const before = audit().length;
+    const codes = [];
+    for (const [tool, args] of [['getter', { u: s.origin + '/write', method: 'POST' }], ['other', { u: s.origin + '/other' }],
+      ['getter', { u: env.canary + '/p/strict' }]]) {
+      const r = await call(page, { tool, revision: s.revisions[tool], code: STRICT_CODE, args });
+      expect(r.ok && r.value.error, `${tool} ${JSON.stringify(args)} was not refused: ` + JSON.stringify(r.value ?? r.error));
+      codes.push(r.value.error);
+    }
+    expect(codes.join() === 'CapabilityError:denied,CapabilityError:denied,CapabilityError:policy_blocked', 'codes ' + codes.join());
+    const rows = audit().slice(before);
+    expect(rows.length === 3 && rows.every((x) => x.verdict !== 'allow'), 'audit rows ' + JSON.stringify(rows));
+    const decided = await page.evaluate(() => window.decided);
+    expect(upstreamLog.length === 0 && canaryLog.length === 0 && decided === 0, `upstream ${upstreamLog.length}, canary ${canaryLog.length}, decide ${decided}`);
+    return `${codes.join(', ')}; 3 audit rows, none allow; upstream 0, canary 0, decide 0`;
+  }],
+
+  ['B8', 'strict_needs_the_token_and_same_origin', 'a wrong token is refused by the server (unauthorized), and a page of another origin cannot use the proxy directly (H2 refuses its preflight)', async (env) => {
+    const { page } = env;
+    const s = await strictEnv();
+    upstreamLog.length = 0;
+    await strictHost(page, { ...s, token: '0'.repeat(64) });
+    const wrong = await call(page, { tool: 'getter', revision: s.revisions.getter, code: STRICT_CODE, args: { u: s.origin + '/x' } });
+    await strictHost(page, s, `http://127.0.0.1:${s.port}/v1/fetch`);
+    const cross = await call(page, { tool: 'getter', revision: s.revisions.getter, code: STRICT_CODE, args: { u: s.origin + '/x' } });
+    expect(wrong.ok && wrong.value.error === 'CapabilityError:unauthorized', 'wrong token: ' + JSON.stringify(wrong.value ?? wrong.error));
+    expect(cross.ok && cross.value.error === 'CapabilityError:egress_unavailable', 'cross-origin: ' + JSON.stringify(cross.value ?? cross.error));
+    expect(upstreamLog.length === 0, 'the upstream saw ' + upstreamLog.length);
+    return `wrong token: ${wrong.value.error}; from the page's origin straight to the server: ${cross.value.error}; upstream 0`;
+  }],
 ];
 
 // ---------------------------------------------------------------- main
@@ -799,7 +950,7 @@ try {
   process.exit(3);
 }
 
-const hostServer = startHostServer(), canaryServer = startCanary();
+const hostServer = startHostServer({ relay: { port: () => (strict ? strict.port : 0) } }), canaryServer = startCanary();
 const [hostPort, canaryPort] = await Promise.all([listen(hostServer), listen(canaryServer)]);
 const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox'] });
 const cdp = await browser.newBrowserCDPSession();
@@ -819,9 +970,9 @@ for (const [id, name, desc, fn] of selected) {
     reason = await fn({ page, cdp, hostUrl, canary: `http://127.0.0.1:${canaryPort}` });
     outcome = 'PASS';
   } catch (e) {
-    outcome = 'FAIL';
+    outcome = e instanceof Skip ? 'SKIP' : 'FAIL';
     reason = String(e && e.message || e).split('\n')[0];
-    failed++;
+    if (outcome === 'FAIL') failed++;
   }
   await context.close();
   const ms = Date.now() - started;
@@ -829,8 +980,10 @@ for (const [id, name, desc, fn] of selected) {
   if (!json) console.log(`${outcome} ${full} (${ms} ms): ${reason}`);
 }
 await browser.close();
+await stopStrict();
 hostServer.close();
 canaryServer.close();
-if (json) console.log(JSON.stringify({ checks: results, summary: { passed: results.length - failed, failed, ms: Date.now() - t0 } }, null, 2));
-else console.log(`browser checks: ${results.length - failed} passed, ${failed} failed (${Date.now() - t0} ms)`);
+const skipped = results.filter((r) => r.outcome === 'SKIP').length, passed = results.length - failed - skipped;
+if (json) console.log(JSON.stringify({ checks: results, summary: { passed, failed, skipped, ms: Date.now() - t0 } }, null, 2));
+else console.log(`browser checks: ${passed} passed, ${failed} failed, ${skipped} skipped (${Date.now() - t0} ms)`);
 process.exit(failed ? 1 : 0);

@@ -18,9 +18,13 @@ export function listen(server) {
   });
 }
 
-export function startHostServer() {
+// relay (the B8 checks only): requests under `/serve/` are passed to `tycli serve` on
+// 127.0.0.1:relay.port() as a same-origin server would get them — the server's own
+// Host, no Origin — because `tycli serve` does not serve the page yet (docs/browser.md).
+export function startHostServer({ relay = null } = {}) {
   const server = http.createServer((req, res) => {
     const url = new URL(req.url, 'http://x');
+    if (relay && url.pathname.startsWith('/serve/')) { relayTo(relay.port(), req, res, url); return; }
     const file = path.resolve(root, '.' + decodeURIComponent(url.pathname));
     if (!file.startsWith(root + path.sep) || !fs.existsSync(file) || !fs.statSync(file).isFile()) {
       res.writeHead(404).end('not found');
@@ -42,4 +46,16 @@ export function strictHostCsp() {
   const boot = fs.readFileSync(path.join(root, 'sandbox', 'bootstrap.js'));
   const hash = 'sha256-' + crypto.createHash('sha256').update(boot).digest('base64');
   return `default-src 'none'; script-src 'self' '${hash}' blob:; worker-src blob:; connect-src 'self'; base-uri 'none'; form-action 'none'; object-src 'none'`;
+}
+
+function relayTo(port, req, res, url) {
+  if (!port) { res.writeHead(502).end('no tycli serve'); return; }
+  const headers = { host: `127.0.0.1:${port}` };
+  for (const h of ['authorization', 'content-type', 'content-length']) if (req.headers[h]) headers[h] = req.headers[h];
+  const up = http.request({ host: '127.0.0.1', port, method: req.method, path: url.pathname.slice('/serve'.length) + url.search, headers }, (r) => {
+    res.writeHead(r.statusCode, { 'content-type': r.headers['content-type'] || 'application/json', 'cache-control': 'no-store' });
+    r.pipe(res);
+  });
+  up.on('error', (e) => { if (!res.headersSent) res.writeHead(502); res.end(String(e.message)); });
+  req.pipe(up);
 }
