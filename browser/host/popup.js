@@ -6,8 +6,9 @@
 // * A popup is opened by the HOST PAGE for a trusted host tool (a revision the
 //   page names in `trusted`: host code the user installed with trust, never a
 //   sandboxed tool), only while the page has the user's transient activation
-//   (a click), and only with a stored permission for that (tool, revision,
-//   target), target being `custom-html` or one exact HTTPS origin.
+//   (a click), and only with a stored permission for that (revision, target),
+//   target being `custom-html` or one exact HTTPS origin — the key of the CLI
+//   store's popup permissions (`tycli popup grant REV TARGET`, docs/grants.md).
 // * Every window is opened with `noopener,noreferrer`: it has no `opener`, the
 //   host gets no handle to it, and it is a browsing context group of its own.
 // * Custom HTML never runs in the host origin. Never `about:blank` +
@@ -50,28 +51,29 @@ export function popupTarget(target) {
   return u.origin;
 }
 
-function keyOf(tool, revision, target) { return JSON.stringify([tool, revision, target]); }
+function keyOf(revision, target) { return JSON.stringify([revision, target]); }
 
 /**
- * Popup permissions per (tool, revision, target). In memory: the IndexedDB
- * store (issue 14 item 6) is not built; it will take this interface.
+ * Popup permissions per (revision, target), as the CLI store keeps them. In
+ * memory: the IndexedDB store (issue 14 item 6) is not built; it will take this
+ * interface (or the server's store, through `tycli serve`, once it offers one).
  */
 export class PopupPermissions {
-  constructor() { /** @type {Map<string, {tool: string, revision: string, target: string, at: number}>} */ this._m = new Map(); }
+  constructor() { /** @type {Map<string, {revision: string, target: string, at: number}>} */ this._m = new Map(); }
 
   /** @returns {{ok: true} | {ok: false, code: string, message: string}} */
-  grant(tool, revision, target) {
+  grant(revision, target) {
     const t = popupTarget(target);
-    if (typeof tool !== 'string' || !tool || typeof revision !== 'string' || !revision || t === null) {
-      return { ok: false, code: 'bad_target', message: 'a popup permission needs a tool, a revision and custom-html or an exact https:// origin' };
+    if (typeof revision !== 'string' || !revision || t === null) {
+      return { ok: false, code: 'bad_target', message: 'a popup permission needs a revision id and custom-html or an exact https:// origin' };
     }
-    this._m.set(keyOf(tool, revision, t), { tool, revision, target: t, at: Date.now() });
+    this._m.set(keyOf(revision, t), { revision, target: t, at: Date.now() });
     return { ok: true };
   }
 
-  revoke(tool, revision, target) { return this._m.delete(keyOf(tool, revision, popupTarget(target))); }
+  revoke(revision, target) { return this._m.delete(keyOf(revision, popupTarget(target))); }
 
-  has(tool, revision, target) { return this._m.has(keyOf(tool, revision, target)); }
+  has(revision, target) { return this._m.has(keyOf(revision, target)); }
 
   list() { return [...this._m.values()]; }
 }
@@ -129,7 +131,7 @@ export class PopupHost {
     if (!this._trusted.has(revision)) {
       return this._decide(tool, revision, target, 'refused', 'not_trusted', 'only a trusted host tool opens popups; sandboxed tools never do');
     }
-    if (!this._permissions.has(tool, revision, target)) {
+    if (!this._permissions.has(revision, target)) {
       return this._decide(tool, revision, target, 'refused', 'no_permission', `${tool} (${revision}) holds no popup permission for ${target}`);
     }
     if (!this._activation()) {

@@ -239,13 +239,13 @@ async function spinAndMeasure(env, testing, how) {
 const TRUSTED = 'sha256:' + 'ab'.repeat(32);     // the revision of the page's trusted host tool
 const POPUP_ORIGIN = 'https://popup.example.test';  // served by a playwright route: no network
 
-// window.ph = a PopupHost trusting TRUSTED, with `viewer`@TRUSTED permitted for `targets`.
+// window.ph = a PopupHost trusting TRUSTED, with TRUSTED permitted for `targets`.
 async function popupHost(page, targets = []) {
   await page.evaluate(({ targets, trusted }) => {
     const { PopupHost, PopupPermissions } = window.taskyon.popup;
     window.TRUSTED = trusted;
     window.perms = new PopupPermissions();
-    for (const t of targets) if (!window.perms.grant('viewer', trusted, t).ok) throw new Error('grant ' + t);
+    for (const t of targets) if (!window.perms.grant(trusted, t).ok) throw new Error('grant ' + t);
     window.ph = new PopupHost({ permissions: window.perms, trusted: [trusted] });
     const b = document.createElement('button');
     b.id = 'open'; b.textContent = 'open';
@@ -571,7 +571,7 @@ const checks = [
     for (const req of [{ tool: 'viewer', revision: TRUSTED, html: '<p>hi</p>' },
       { tool: 'viewer', revision: TRUSTED, url: POPUP_ORIGIN + '/page' },
       { tool: 'viewer', revision: 'sha256:untrusted', html: '<p>hi</p>', grant: true }]) {
-      if (req.grant) await page.evaluate((r) => window.perms.grant(r.tool, r.revision, 'custom-html'), req);
+      if (req.grant) await page.evaluate((r) => window.perms.grant(r.revision, 'custom-html'), req);
       const r = await clickOpen(page, req);
       expect(r && r.ok === false, 'opened: ' + JSON.stringify(r));
       refused.push(r.code);
@@ -581,7 +581,7 @@ const checks = [
     expect(refused.join() === 'no_permission,no_permission,not_trusted', 'codes ' + refused.join());
     // Bad targets are refused as permissions too.
     const bad = await page.evaluate(() => ['http://x.example', 'https://x.example/', 'https://u:p@x.example', 'null', 'custom-HTML']
-      .map((t) => window.perms.grant('viewer', 'sha256:t', t).ok));
+      .map((t) => window.perms.grant('sha256:t', t).ok));
     expect(bad.every((ok) => ok === false), 'a bad permission target was stored: ' + bad);
     return `on a click: ${refused.join(', ')}; no window; http, path, credential and other non-origin targets refused as permissions`;
   }],
@@ -598,7 +598,7 @@ const checks = [
         while (!window.taskyonReady) await new Promise((r) => setTimeout(r, 20));
         const { PopupHost, PopupPermissions } = window.taskyon.popup;
         const perms = new PopupPermissions();
-        perms.grant('viewer', ${JSON.stringify(TRUSTED)}, 'custom-html');
+        perms.grant(${JSON.stringify(TRUSTED)}, 'custom-html');
         const ph = new PopupHost({ permissions: perms, trusted: [${JSON.stringify(TRUSTED)}] });
         return { active: navigator.userActivation.isActive, r: ph.open({ tool: 'viewer', revision: ${JSON.stringify(TRUSTED)}, html: '<p>x</p>' }) };
       })()` });
@@ -612,7 +612,7 @@ const checks = [
       clickOpen(page, { tool: 'viewer', revision: TRUSTED, html: '<p id="x">hello</p>' })]);
     expect(r.ok === true, 'on a click: ' + JSON.stringify(r));
     await popup.waitForLoadState();
-    const log = await page.evaluate(() => window.ph.log.map((e) => e.verdict + ':' + e.code));
+    const log = await page.evaluate(() => window.ph.log.map((e) => e.verdict + (e.code ? ':' + e.code : '')));
     return `without a click: no_user_activation, no window; on a click: a window (${popup.url().slice(0, 5)}…); log ${log.join(' ')}`;
   }],
 
