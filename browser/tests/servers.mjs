@@ -9,7 +9,7 @@ import crypto from 'node:crypto';
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');  // browser/
 
 const TYPES = { '.html': 'text/html; charset=utf-8', '.js': 'text/javascript; charset=utf-8', '.mjs': 'text/javascript; charset=utf-8',
-  '.wasm': 'application/wasm', '.json': 'application/json' };
+  '.wasm': 'application/wasm', '.json': 'application/json', '.css': 'text/css; charset=utf-8', '.png': 'image/png' };
 
 export function listen(server) {
   return new Promise((resolve, reject) => {
