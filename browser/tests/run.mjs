@@ -16,12 +16,9 @@
 // Exit: 0 no check failed; 1 a check failed; 77 Chromium missing (SKIP: run
 // scripts/setup.sh); 3 the environment failed.
 import http from 'node:http';
-import https from 'node:https';
 import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { spawn, spawnSync } from 'node:child_process';
 import { listen, startHostServer } from './servers.mjs';
+import { startStrict, STRICT_CODE } from './strict.mjs';
 
 const CHROMIUM = process.env.TASKYON_CHROMIUM || '/usr/bin/chromium';
 
@@ -266,76 +263,17 @@ async function clickOpen(page, req) {
 // A Skip thrown by a check reports SKIP with its reason.
 class Skip extends Error {}
 
-// Started by the first B8 check, stopped at the end: its own TASKYON_HOME in a temp dir, a
-// self-signed HTTPS upstream on loopback (admitted by tycli's TEST ONLY --fetch-allow-cidr and
-// --fetch-ca-file, as in tests/serve_test.cc), tools installed and a grant given via the CLI.
+// Started by the first B8 check (strict.mjs), stopped at the end.
 let strict = null;
-const upstreamLog = [];
-
-function cli(args) {
-  const r = spawnSync(TYCLI, ['--json', ...args], { env: { ...process.env, TASKYON_HOME: strict.home }, encoding: 'utf8' });
-  if (r.status !== 0) throw new Error(`tycli ${args.join(' ')}: exit ${r.status}: ${r.stderr.trim()}`);
-  return r.stdout.trim() ? JSON.parse(r.stdout) : null;
-}
 
 async function strictEnv() {
   if (!TYCLI) throw new Skip('no tycli binary given (--tycli PATH or TASKYON_TYCLI; the ctest passes the build\'s)');
   if (!fs.existsSync(TYCLI)) throw new Error(`tycli binary ${TYCLI} does not exist`);
-  if (strict) return strict;
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'taskyon-b8-'));
-  strict = { dir, home: path.join(dir, 'home'), serve: null, port: 0, token: '', revisions: {} };
-  const gen = spawnSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes',
-    '-keyout', path.join(dir, 'key.pem'), '-out', path.join(dir, 'cert.pem'), '-days', '1', '-subj', '/CN=127.0.0.1',
-    '-addext', 'subjectAltName=IP:127.0.0.1', '-addext', 'basicConstraints=critical,CA:TRUE'], { encoding: 'utf8' });
-  if (gen.status !== 0) throw new Error('openssl req failed: ' + gen.stderr);
-  const upstream = https.createServer({ key: fs.readFileSync(path.join(dir, 'key.pem')), cert: fs.readFileSync(path.join(dir, 'cert.pem')) }, (req, res) => {
-    upstreamLog.push({ method: req.method, url: req.url, origin: req.headers.origin || null, ua: req.headers['user-agent'] || '',
-      authorization: req.headers.authorization || null, cookie: req.headers.cookie || null });
-    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ upstream: true, path: req.url }));
-  });
-  strict.upstream = upstream;
-  strict.upstreamPort = await listen(upstream);
-  strict.origin = `https://127.0.0.1:${strict.upstreamPort}`;
-  for (const name of ['getter', 'other']) {
-    const file = path.join(dir, name + '.json');
-    fs.writeFileSync(file, JSON.stringify({ name, description: 'B8 check tool', parameters: { type: 'object', properties: {} },
-      execution: 'sandboxed-code', runtime: 'javascript', code: STRICT_CODE }));
-    strict.revisions[name] = cli(['tool', 'install', file])[0].revision;
-  }
-  cli(['grant', 'fetch', 'getter', strict.origin, '--access', 'read']);
-  const serve = spawn(TYCLI, ['--json', '--fetch-allow-cidr', '127.0.0.1/32', '--fetch-ca-file', path.join(dir, 'cert.pem'),
-    'serve', '--port', '0'], { env: { ...process.env, TASKYON_HOME: strict.home }, stdio: ['ignore', 'pipe', 'pipe'] });
-  strict.serve = serve;
-  let err = '';
-  serve.stderr.on('data', (d) => { err += d; });
-  const first = await new Promise((resolve, reject) => {
-    let out = '';
-    const timer = setTimeout(() => reject(new Error('tycli serve did not start in 10 s: ' + err)), 10000);
-    serve.stdout.on('data', (d) => { out += d; const nl = out.indexOf('\n'); if (nl >= 0) { clearTimeout(timer); resolve(out.slice(0, nl)); } });
-    serve.on('exit', (code) => { clearTimeout(timer); reject(new Error(`tycli serve exited ${code}: ${err}`)); });
-  });
-  const where = JSON.parse(first);
-  strict.port = where.port;
-  strict.token = fs.readFileSync(where.tokenFile, 'utf8').trim();
+  if (!strict) strict = await startStrict(TYCLI);
   return strict;
 }
 
-async function stopStrict() {
-  if (!strict) return;
-  if (strict.serve && strict.serve.exitCode === null) {
-    const exited = new Promise((r) => strict.serve.once('exit', r));
-    strict.serve.kill('SIGTERM');
-    await Promise.race([exited, sleep(5000)]);
-  }
-  if (strict.upstream) strict.upstream.close();
-  fs.rmSync(strict.dir, { recursive: true, force: true });
-}
-
-// The tool code the browser runs in strict mode (the installed revision's code).
-const STRICT_CODE = `async ({u, method = 'GET'}) => {
-  try { const r = await fetch(u, {method}); return {status: r.status, body: await r.text()}; }
-  catch (e) { return {error: e.name + ':' + (e.code || '')}; }
-}`;
+async function stopStrict() { if (strict) await strict.stop(); }
 
 // window.h in strict mode (the relay's /serve/v1/fetch: same origin as the page), with a decide
 // that would allow everything and counts how often it is asked.
@@ -348,7 +286,7 @@ async function strictHost(page, env, endpoint = '/serve/v1/fetch') {
   }, { endpoint, token: env.token });
 }
 
-const audit = () => cli(['audit']);
+const audit = () => strict.cli(['audit']);
 
 // ---------------------------------------------------------------- the checks
 
@@ -871,7 +809,7 @@ const checks = [
     const { page } = env;
     const s = await strictEnv();
     await strictHost(page, s);
-    canaryLog.length = 0; upstreamLog.length = 0;
+    canaryLog.length = 0; strict.upstreamLog.length = 0;
     const before = audit().length;
     const rev = s.revisions.getter;
     const r = await call(page, { tool: 'getter', revision: rev, code: STRICT_CODE, args: { u: s.origin + '/granted?x=1' } });
@@ -879,8 +817,8 @@ const checks = [
     const rows = audit().slice(before);
     expect(rows.length === 1 && rows[0].capability === 'fetch' && rows[0].verdict === 'allow' && rows[0].revision === rev && rows[0].target === s.origin,
       'audit rows ' + JSON.stringify(rows));
-    expect(upstreamLog.length === 1 && upstreamLog[0].origin === null && !/Chrom/i.test(upstreamLog[0].ua) && upstreamLog[0].authorization === null,
-      'the upstream saw ' + JSON.stringify(upstreamLog));
+    expect(strict.upstreamLog.length === 1 && strict.upstreamLog[0].origin === null && !/Chrom/i.test(strict.upstreamLog[0].ua) && strict.upstreamLog[0].authorization === null,
+      'the upstream saw ' + JSON.stringify(strict.upstreamLog));
     const decided = await page.evaluate(() => window.decided);
     expect(decided === 0 && canaryLog.length === 0, `decide asked ${decided} times, canary ${canaryLog.length}`);
     return `200 from ${s.origin} via /v1/fetch; audit: fetch allow under ${rev.slice(0, 15)}…; upstream saw 1 request, from tycli (no Origin, no browser UA, no token); decide asked 0 times; canary 0`;
@@ -890,7 +828,7 @@ const checks = [
     const { page } = env;
     const s = await strictEnv();
     await strictHost(page, s);
-    canaryLog.length = 0; upstreamLog.length = 0;
+    canaryLog.length = 0; strict.upstreamLog.length = 0;
     const before = audit().length;
     const codes = [];
     for (const [tool, args] of [['getter', { u: s.origin + '/write', method: 'POST' }], ['other', { u: s.origin + '/other' }],
@@ -903,21 +841,21 @@ const checks = [
     const rows = audit().slice(before);
     expect(rows.length === 3 && rows.every((x) => x.verdict !== 'allow'), 'audit rows ' + JSON.stringify(rows));
     const decided = await page.evaluate(() => window.decided);
-    expect(upstreamLog.length === 0 && canaryLog.length === 0 && decided === 0, `upstream ${upstreamLog.length}, canary ${canaryLog.length}, decide ${decided}`);
+    expect(strict.upstreamLog.length === 0 && canaryLog.length === 0 && decided === 0, `upstream ${strict.upstreamLog.length}, canary ${canaryLog.length}, decide ${decided}`);
     return `${codes.join(', ')}; 3 audit rows, none allow; upstream 0, canary 0, decide 0`;
   }],
 
   ['B8', 'strict_needs_the_token_and_same_origin', 'a wrong token is refused by the server (unauthorized), and a page of another origin cannot use the proxy directly (H2 refuses its preflight)', async (env) => {
     const { page } = env;
     const s = await strictEnv();
-    upstreamLog.length = 0;
+    strict.upstreamLog.length = 0;
     await strictHost(page, { ...s, token: '0'.repeat(64) });
     const wrong = await call(page, { tool: 'getter', revision: s.revisions.getter, code: STRICT_CODE, args: { u: s.origin + '/x' } });
     await strictHost(page, s, `http://127.0.0.1:${s.port}/v1/fetch`);
     const cross = await call(page, { tool: 'getter', revision: s.revisions.getter, code: STRICT_CODE, args: { u: s.origin + '/x' } });
     expect(wrong.ok && wrong.value.error === 'CapabilityError:unauthorized', 'wrong token: ' + JSON.stringify(wrong.value ?? wrong.error));
     expect(cross.ok && cross.value.error === 'CapabilityError:egress_unavailable', 'cross-origin: ' + JSON.stringify(cross.value ?? cross.error));
-    expect(upstreamLog.length === 0, 'the upstream saw ' + upstreamLog.length);
+    expect(strict.upstreamLog.length === 0, 'the upstream saw ' + strict.upstreamLog.length);
     return `wrong token: ${wrong.value.error}; from the page's origin straight to the server: ${cross.value.error}; upstream 0`;
   }],
 ];
