@@ -8,15 +8,23 @@
 //   warm call   a retained sandbox's call round trip (`() => 1`, validated,
 //               relayed through the iframe) vs a MessagePort round trip to a
 //               plain Blob worker of the host page.
-//   node browser/tests/bench.mjs [--iterations N]
+//   strict fetch (with --tycli PATH) a warm call making one strict-mode fetch (page -> the page
+//               server's relay -> tycli serve's /v1/fetch, decided and audited -> an HTTPS
+//               upstream on loopback) vs this script's own POST /v1/fetch to the same server.
+//   node browser/tests/bench.mjs [--iterations N] [--tycli PATH]
 import { listen, startHostServer } from './servers.mjs';
+import { startStrict, STRICT_CODE } from './strict.mjs';
+import http from 'node:http';
 
 const CHROMIUM = process.env.TASKYON_CHROMIUM || '/usr/bin/chromium';
 const i = process.argv.indexOf('--iterations');
 const N = i > 0 ? Number(process.argv[i + 1]) : 30;
 
+const ti = process.argv.indexOf('--tycli');
+const strict = ti > 0 ? await startStrict(process.argv[ti + 1]) : null;
+
 const { chromium } = await import('playwright-core');
-const server = startHostServer();
+const server = startHostServer({ relay: { port: () => (strict ? strict.port : 0) } });
 const port = await listen(server);
 const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox'] });
 const page = await browser.newPage();
@@ -70,6 +78,42 @@ const figures = await page.evaluate(async (N) => {
   return out;
 }, N);
 
+// Strict mode: the page's call with one proxied fetch vs a plain client's POST /v1/fetch.
+let strictFig = null;
+if (strict) {
+  const M = N * 2;
+  const url = strict.origin + '/bench';
+  strictFig = await page.evaluate(async ({ M, token, revision, code, url }) => {
+    const h = new window.taskyon.SandboxHost({ egress: { endpoint: '/serve/v1/fetch', token } });
+    const one = async () => { const r = await h.call({ tool: 'getter', revision, code, args: { u: url } });
+      if (!r.ok || r.value.status !== 200) throw new Error('strict call failed: ' + JSON.stringify(r.value ?? r.error)); };
+    for (let k = 0; k < 5; k++) await one();
+    const t = performance.now();
+    for (let k = 0; k < M; k++) await one();
+    const ms = (performance.now() - t) / M;
+    h.close();
+    return { ms };
+  }, { M, token: strict.token, revision: strict.revisions.getter, code: STRICT_CODE, url });
+  const agent = new http.Agent({ keepAlive: true });
+  const body = JSON.stringify({ revision: strict.revisions.getter, url, method: 'GET' });
+  const post = () => new Promise((resolve, reject) => {
+    const req = http.request({ host: '127.0.0.1', port: strict.port, path: '/v1/fetch', method: 'POST', agent,
+      headers: { authorization: 'Bearer ' + strict.token, 'content-type': 'application/json' } }, (res) => {
+      res.resume(); res.on('end', () => (res.statusCode === 200 ? resolve() : reject(new Error('HTTP ' + res.statusCode))));
+    });
+    req.setNoDelay(true);
+    req.on('error', reject);
+    req.end(body);
+  });
+  for (let k = 0; k < 5; k++) await post();
+  const t = performance.now();
+  for (let k = 0; k < M; k++) await post();
+  strictFig.plainMs = (performance.now() - t) / M;
+  strictFig.n = M;
+  agent.destroy();
+  await strict.stop();
+}
+
 await browser.close();
 server.close();
 const f = (x) => x.toFixed(x < 1 ? 3 : 1);
@@ -78,3 +122,6 @@ console.log(`  first sandbox, cold renderer        ${f(figures.coldFirstMs)} ms`
 console.log(`  cold sandbox, renderer alive        ${f(figures.coldMs)} ms  = ${(figures.coldMs / figures.plainWorkerStartMs).toFixed(1)}x a plain Blob worker start (${f(figures.plainWorkerStartMs)} ms)`);
 console.log(`  warm call round trip                ${f(figures.warmMs)} ms  = ${(figures.warmMs / figures.plainRoundTripMs).toFixed(1)}x a plain worker MessagePort round trip (${f(figures.plainRoundTripMs)} ms)`);
 console.log(`  warm call vs cold sandbox           1 : ${(figures.coldMs / figures.warmMs).toFixed(0)}`);
+if (strictFig) {
+  console.log(`  strict fetch call (means of ${strictFig.n})   ${f(strictFig.ms)} ms  = ${(strictFig.ms / strictFig.plainMs).toFixed(1)}x a plain client's POST /v1/fetch (${f(strictFig.plainMs)} ms), ${(strictFig.ms / figures.warmMs).toFixed(0)}x the warm call`);
+}
