@@ -10,7 +10,15 @@ const VIEWER = 'sha256:demo-viewer';
 const COUNTER = '({step = 1}) => ({count: globalThis.n = (globalThis.n ?? 0) + step, sandboxSince: globalThis.t0 ??= Date.now()})';
 const FETCHER = 'async ({u}) => { try { const r = await fetch(u); return "HTTP " + r.status + ": " + (await r.text()).slice(0, 80); } catch (e) { return e.name + " " + (e.code || "") + ": " + e.message; } }';
 
-const token = new URLSearchParams(location.hash.slice(1)).get('token') || '';
+// Strict mode: #token=<tycli serve's token>&tool=<a tool installed on the server> (default fetcher);
+// the page runs that tool's stored revision and code, and shows the server's audit rows.
+const params = new URLSearchParams(location.hash.slice(1));
+const token = params.get('token') || '';
+const serverToolName = params.get('tool') || 'fetcher';
+/** @type {{revision: string, code: string} | null} */
+let serverTool = null;
+const api = (path) => fetch('/serve' + path, { headers: { Authorization: 'Bearer ' + token }, cache: 'no-store' })
+  .then(async (r) => { const j = await r.json(); if (!r.ok) throw new Error(j.error ? j.error.code + ': ' + j.error.message : 'HTTP ' + r.status); return j; });
 let active = 'v1';
 const counterLines = [];
 let host = makeHost(false);
@@ -68,11 +76,26 @@ $('strict').onchange = () => {
   hosts.add(host);
   $('mode').textContent = host.mode;
   $('fetch-out').textContent = `a new host in ${host.mode} mode`;
+  if (strict) {
+    api('/v1/tools/' + encodeURIComponent(serverToolName)).then((t) => {
+      serverTool = { revision: t.revision, code: t.definition.code };
+      $('fetch-out').textContent = `strict: the server's ${serverToolName} ${t.revision.slice(0, 19)}…`;
+    }, (e) => { $('fetch-out').textContent = `strict: the server has no tool ${serverToolName}: ${e.message}`; });
+  }
 };
 $('fetch').onclick = async () => {
   const u = /** @type {HTMLInputElement} */ ($('url')).value;
-  const r = await host.call({ tool: 'fetcher', revision: 'sha256:demo-fetcher', code: FETCHER, args: { u } });
-  $('fetch-out').textContent = `${host.mode}: ` + (r.ok ? r.value : r.error.code);
+  const strict = host.mode === 'strict' && serverTool;
+  const r = strict
+    ? await host.call({ tool: serverToolName, revision: serverTool.revision, code: serverTool.code, args: { u } })
+    : await host.call({ tool: 'fetcher', revision: 'sha256:demo-fetcher', code: FETCHER, args: { u } });
+  let text = `${host.mode}: ` + (r.ok ? (typeof r.value === 'string' ? r.value : JSON.stringify(r.value)) : r.error.code);
+  if (strict) {
+    const rows = await api('/v1/audit?revision=' + encodeURIComponent(serverTool.revision)).catch(() => []);
+    const last = rows[rows.length - 1];
+    if (last) text += `\nserver audit #${rows.length}: ${last.capability} ${last.verdict} ${last.target}`;
+  }
+  $('fetch-out').textContent = text;
   render();
 };
 
