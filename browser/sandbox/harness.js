@@ -85,7 +85,14 @@ const __taskyonStart = (() => {
     if (w === undefined) return;
     current.waiting.delete(d.req);
     if (!d.ok) { w.reject(capabilityError(d.code, d.message)); return; }
-    w.resolve(new ResponseCtor(d.body, { status: d.status, statusText: d.statusText, headers: d.headers }));
+    // 204, 205 and 304 are null-body statuses: Response refuses a body for them (even an
+    // empty one); a status Response cannot represent is refused as a capability error.
+    const nullBody = d.status === 204 || d.status === 205 || d.status === 304;
+    try {
+      w.resolve(new ResponseCtor(nullBody ? null : d.body, { status: d.status, statusText: d.statusText, headers: d.headers }));
+    } catch (e) {
+      w.reject(capabilityError('bad_response', 'the response cannot be given to the tool: ' + StringCtor(e && e.message)));
+    }
   }
 
   function errorOf(e) {

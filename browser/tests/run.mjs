@@ -821,7 +821,10 @@ const checks = [
       'the upstream saw ' + JSON.stringify(strict.upstreamLog));
     const decided = await page.evaluate(() => window.decided);
     expect(decided === 0 && canaryLog.length === 0, `decide asked ${decided} times, canary ${canaryLog.length}`);
-    return `200 from ${s.origin} via /v1/fetch; audit: fetch allow under ${rev.slice(0, 15)}…; upstream saw 1 request, from tycli (no Origin, no browser UA, no token); decide asked 0 times; canary 0`;
+    // A null-body status (204) reaches the tool as a Response too.
+    const empty = await call(page, { tool: 'getter', revision: rev, code: STRICT_CODE, args: { u: s.origin + '/no-content' } });
+    expect(empty.ok && empty.value.status === 204 && empty.value.body === '', '204 gave ' + JSON.stringify(empty.value ?? empty.error));
+    return `200 (and a 204) from ${s.origin} via /v1/fetch; audit: fetch allow under ${rev.slice(0, 15)}…; upstream saw 1 request, from tycli (no Origin, no browser UA, no token); decide asked 0 times; canary 0`;
   }],
 
   ['B8', 'strict_ungranted_refused', 'in strict mode the server refuses what no grant allows (a write, another revision, a loopback target) although the page\'s decide allows all; nothing reaches the target', async (env) => {

@@ -48,6 +48,7 @@ export async function startStrict(tycli) {
     upstream = https.createServer({ key: fs.readFileSync(path.join(dir, 'key.pem')), cert: fs.readFileSync(path.join(dir, 'cert.pem')) }, (req, res) => {
       upstreamLog.push({ method: req.method, url: req.url, origin: req.headers.origin || null, ua: req.headers['user-agent'] || '',
         authorization: req.headers.authorization || null, cookie: req.headers.cookie || null });
+      if (req.url === '/no-content') { res.writeHead(204).end(); return; }
       res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ upstream: true, path: req.url }));
     });
     const origin = `https://127.0.0.1:${await listen(upstream)}`;
