@@ -109,9 +109,8 @@ int call(Globals& g, const CallArgs& a) {
   options.natives = &natives;
   // A signal ends the running call as cancelled and destroys every sandbox
   // ("interrupted"); the loop stores that call and stops (signals.h).
-  Interruption interruption([&](int) {  // the token first, as in cmd_run.cc
-    options.cancel.cancel();
-    pool.interrupt("interrupted");
+  Interruption interruption([&](int) {  // the token inside interrupt(), as in cmd_run.cc
+    pool.interrupt("interrupted", [&] { options.cancel.cancel(); });
   });
   int exit = kExitOk;
   for (const auto& c : calls) {

@@ -66,11 +66,12 @@ int run(Globals& g, const RunArgs& a) {
   options.capabilities = std::move(*capabilities);
   options.natives = &natives;
   // signals.h: the entry in progress ends as cancelled, the run stops. The
-  // token first: once the pool kills the entry's sandbox the run loop may look
-  // at the token before moving on, and it must find it cancelled.
+  // token is cancelled before the pool kills the entry's sandbox (the run
+  // loop may look at it before moving on, and must find it cancelled) but
+  // after the pool is marked interrupted (so the sandbox is logged as
+  // "interrupted", not "cancelled").
   Interruption interruption([&](int) {
-    options.cancel.cancel();
-    pool.interrupt("interrupted");
+    pool.interrupt("interrupted", [&] { options.cancel.cancel(); });
   });
   auto result = invoke::run_conversation(*st, pool, *entries, options);
   if (!result) {

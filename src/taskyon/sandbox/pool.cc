@@ -296,6 +296,7 @@ struct Pool::Impl {
       std::lock_guard lock(mu);
       if (slot.sandbox == sandbox) {
         slot.sandbox.reset();
+        if (interrupted) reason = *interrupted;  // its call ended because the host is going down
         record(*sandbox, reason, slot.session);
       } else if (auto killed = sandbox->killed_reason()) {
         reason = *killed;
@@ -308,13 +309,16 @@ struct Pool::Impl {
   // Loads the code into a fresh sandbox (when `fresh`) and runs the call.
   // Sets outcome.destroyed to the reason the sandbox must go, if it must; the
   // caller destroys it.
+  // `load_crashed`, if given, is set when the sandbox died while loading.
   Result<CallOutcome> run(Sandbox& sandbox, bool fresh, const CallRequest& request, std::string_view load_frame,
-                          std::uint64_t id, const std::string& call_frame, Deadline deadline) {
+                          std::uint64_t id, const std::string& call_frame, Deadline deadline,
+                          bool* load_crashed = nullptr) {
     CallOutcome outcome;
     outcome.fresh_sandbox = fresh;
     if (fresh) {
       Sandbox::Loaded loaded = sandbox.load(load_frame, deadline, request.cancel);
       if (loaded.machinery) return std::unexpected(std::move(*loaded.machinery));
+      if (load_crashed) *load_crashed = loaded.status == Status::crashed;
       if (loaded.status != Status::ok) {
         outcome.status = loaded.status;
         outcome.error = std::move(loaded.error);
@@ -328,6 +332,31 @@ struct Pool::Impl {
     called.fresh_sandbox = fresh;
     if (std::string reason = failure_reason(called.status); !reason.empty()) called.destroyed = std::move(reason);
     return called;
+  }
+
+  // Puts `sandbox` (a bound spare, or when null one started here) into
+  // `slot`, visible to terminate() and live() while it loads. Returns the
+  // outcome to give instead when it cannot: the start failed, or interrupt()
+  // ran meanwhile (it never takes the call).
+  std::optional<Result<CallOutcome>> install(Slot& slot, const CallRequest& request, const std::string& node_exe,
+                                             std::shared_ptr<Sandbox>& sandbox) {
+    if (!sandbox) {
+      enforce_budget(&slot, kSandboxStartBytes);
+      auto started = Sandbox::start(launcher, node_exe, config, request.tool.revision, Mode::retained);
+      if (!started) return std::unexpected(std::move(started.error()));
+      sandbox = std::move(*started);
+      sandbox->set_name(request.tool.name);
+    }
+    std::lock_guard lock(mu);
+    if (interrupted) {
+      record(*sandbox, *interrupted, request.session);
+      sandbox->kill(*interrupted);
+      auto outcome = refused(true);
+      outcome.destroyed = *interrupted;
+      return outcome;
+    }
+    slot.sandbox = sandbox;
+    return std::nullopt;
   }
 
   Result<CallOutcome> call_retained(const CallRequest& request, const std::string& node_exe, std::uint64_t id,
@@ -366,36 +395,38 @@ struct Pool::Impl {
       if (!encoded) return std::unexpected(std::move(encoded.error()));
       load_frame = std::move(*encoded);
     }
+    bool from_spare = false;
     if (fresh) {
       evict_for_room(slot.get());
       sandbox = take_spare();
+      from_spare = sandbox != nullptr;
       if (sandbox) {
         std::lock_guard lock(mu);
         sandbox->bind(request.tool.revision, request.tool.name);  // M3: the host binds it, with its load frame
-      } else {
-        enforce_budget(slot.get(), kSandboxStartBytes);
-        auto started = Sandbox::start(launcher, node_exe, config, request.tool.revision, Mode::retained);
-        if (!started) return std::unexpected(std::move(started.error()));
-        sandbox = std::move(*started);
-        sandbox->set_name(request.tool.name);
       }
       slot->code = request.tool.code;
-      std::lock_guard lock(mu);
-      if (interrupted) {  // interrupt() ran while this one started: it never takes the call
-        record(*sandbox, *interrupted, request.session);
-        sandbox->kill(*interrupted);
-        auto outcome = refused(true);
-        outcome.destroyed = *interrupted;
-        return outcome;
-      }
-      slot->sandbox = sandbox;  // visible to terminate() and live() while it loads
+      if (auto refusal = install(*slot, request, node_exe, sandbox)) return std::move(*refusal);
     }
-    auto outcome = run(*sandbox, fresh, request, load_frame, id, call_frame, deadline);
+    bool load_crashed = false;
+    auto outcome = run(*sandbox, fresh, request, load_frame, id, call_frame, deadline, &load_crashed);
     if (!outcome) {
       retire(*slot, sandbox, "crashed");
       return outcome;
     }
     if (outcome->destroyed) outcome->destroyed = retire(*slot, sandbox, *outcome->destroyed);
+    // A spare that died before it could take the code (killed while idle, an
+    // instant the idle check can miss) never costs the call: it is logged as
+    // crashed and the call gets a sandbox started for it.
+    if (from_spare && load_crashed && !request.cancel.cancelled() && Clock::now() < deadline) {
+      sandbox.reset();
+      if (auto refusal = install(*slot, request, node_exe, sandbox)) return std::move(*refusal);
+      outcome = run(*sandbox, /*fresh=*/true, request, load_frame, id, call_frame, deadline);
+      if (!outcome) {
+        retire(*slot, sandbox, "crashed");
+        return outcome;
+      }
+      if (outcome->destroyed) outcome->destroyed = retire(*slot, sandbox, *outcome->destroyed);
+    }
     return outcome;
   }
 
@@ -424,8 +455,10 @@ struct Pool::Impl {
                                                        : std::string("crashed");
     {
       std::lock_guard lock(mu);
-      if (disposables.erase(sandbox) > 0)
+      if (disposables.erase(sandbox) > 0) {
+        if (interrupted) reason = *interrupted;  // as in retire()
         record(*sandbox, reason);
+      }
       else if (auto killed = sandbox->killed_reason())  // interrupt() took it: its reason was recorded
         reason = *killed;
     }
@@ -543,11 +576,11 @@ void Pool::retire_superseded(std::string_view name, std::string_view active) {
   for (const auto& sandbox : doomed) sandbox->kill("superseded");
 }
 
-void Pool::interrupt(std::string_view reason) {
+void Pool::interrupt(std::string_view reason, const std::function<void()>& then) {
   std::vector<std::shared_ptr<Sandbox>> doomed;
-  {
+  [&] {
     std::lock_guard lock(impl_->mu);
-    if (impl_->interrupted) return;
+    if (impl_->interrupted) return;  // an earlier interrupt() killed everything
     impl_->interrupted = std::string(reason);
     impl_->interrupted_flag.store(true);
     for (auto& [key, slot] : impl_->slots) {
@@ -565,8 +598,9 @@ void Pool::interrupt(std::string_view reason) {
       doomed.push_back(std::move(spare));
     }
     impl_->spares.clear();
-  }
+  }();
   impl_->filler_cv.notify_all();
+  if (then) then();  // outside the lock: it may call back into the pool
   for (const auto& sandbox : doomed) sandbox->kill(reason);
   // Each is reaped (its directory removed) here unless a call still holds it;
   // that call ends when its child dies and drops the last reference.

@@ -283,7 +283,10 @@ class Pool {
   // `destroyed` = reason, and every later call ends as Status::cancelled
   // without starting a sandbox. From any thread; never waits on a child (the
   // caller's thread reaps and removes the directories as calls end).
-  void interrupt(std::string_view reason = "interrupted");
+  // `then`, if given, runs once the pool is marked interrupted and before any
+  // kill (tycli cancels its call token there): a call that ends meanwhile is
+  // recorded as `reason` too, never as "cancelled".
+  void interrupt(std::string_view reason = "interrupted", const std::function<void()>& then = {});
   bool interrupted() const;
 
   // Called for every destruction, as it is recorded, under the pool's lock:
