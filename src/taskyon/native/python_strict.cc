@@ -4,7 +4,9 @@
 //   bubblewrap usable (user namespaces allowed, `bwrap` on PATH):
 //     host ──fork with the baseline steps only (own session, parent-death
 //     signal, descriptors, private cwd, no_new_privs, empty environment; bwrap
-//     cannot start under RLIMIT_FSIZE=0)──▶ bwrap (new user/net/ipc/uts/pid/cgroup namespaces,
+//     cannot start under RLIMIT_FSIZE=0; a root host also builds a staged
+//     root of bwrap's bind sources in a private mount namespace and drops to
+//     uid/gid 65534, Staged in python_internal.h)──▶ bwrap (new user/net/ipc/uts/pid/cgroup namespaces,
 //     minimal read-only root, private /tmp, /proc, a read-only /dev of its own
 //     with read-only binds of null, zero and urandom only, no
 //     capabilities) ──▶ tycli __python-contain (this file's contain_main) ──fork,
@@ -466,10 +468,22 @@ Value explain() {
     out["why"] = found.error().message;
   }
   out["bubblewrap"] = {{"path", bw.path}, {"usable", !bw.path.empty()}, {"why", bw.why}};
+  const bool root = hardening::namespaces::host_is_root();
   out["strict"] = bw.path.empty()
                       ? fmt::format("the sandbox kernel layers around python3; no bubblewrap ({})", bw.why)
                       : std::string("bubblewrap (minimal read-only root, private /tmp, no network) and, inside it, "
                                     "the sandbox kernel layers around python3");
+  // Who the interpreter is outside: what owner checks (chmod, chown, utimes,
+  // xattrs, signals) compare against the host's files.
+  out["sandboxUid"] =
+      !root ? std::string("the invoking user's uid (tycli is not root: only its own uid can be mapped; seccomp, "
+                          "Landlock and the minimal root carry the owner rule)")
+      : bw.path.empty()
+          ? std::string("uid/gid 65534 outside, no supplementary groups (1000 inside its user namespace): it owns "
+                        "none of the host's files, so chmod, chown, utimes and xattr changes fail the owner check")
+          : std::string("uid/gid 65534 inside and outside, no supplementary groups: tycli stages bwrap's bind "
+                        "sources in a private root and starts bwrap as 65534, so the sandbox owns none of the "
+                        "host's files and chmod, chown, utimes and xattr changes fail the owner check");
   out["host"] = "python3 -I with your own OS permissions: timeout, minimal environment, bounded output, "
                 "process-group kill — no containment; only when chosen (--python-isolation host), with a warning";
   out["default"] = "strict";
