@@ -550,6 +550,17 @@ TEST_P(EscapePython, META_StatTheShadowFile) {
   EXPECT_EQ(r["stat_home"], "err:FileNotFoundError:2");
 }
 
+// Issue 11 item 1: on a root host the sandbox is uid/gid 65534 with no
+// groups — inside bubblewrap too, where bwrap is started as 65534, so the
+// ids inside are the ids outside (without bwrap the sandbox's user namespace
+// maps its 1000 to 65534 outside). PythonBwrapUid has the owner checks and
+// their control.
+TEST_P(EscapePython, TheSandboxUidIsNotTheInvokingUser) {
+  if (::geteuid() != 0) GTEST_SKIP() << "the sandbox uid is a root host's";
+  const Value r = attempt("R['ids'] = '%d %d %s' % (os.getuid(), os.getgid(), os.getgroups())\n");
+  EXPECT_EQ(r["ids"], GetParam() == Arrangement::bwrap ? "65534 65534 []" : "1000 1000 []");
+}
+
 std::string limits_of(int pid) { return slurp("/proc/" + std::to_string(pid) + "/limits"); }
 
 // How `pid` is scheduled: its nice value and policy (fields 19 and 41 of

@@ -204,6 +204,9 @@ TEST_F(PythonIsolationChoice, ExplainSaysStrictIsTheDefaultAndWhetherItRunsHere)
   const Value py = r.json()["python"];
   EXPECT_EQ(py["default"], "strict");
   EXPECT_EQ(py["strictAvailable"], true) << py.dump();
+  // Who strict Python is outside (issue 11 item 1): 65534 on a root host.
+  EXPECT_NE(py.value("sandboxUid", "").find(::geteuid() == 0 ? "65534" : "invoking user"), std::string::npos)
+      << py.dump();
   const Ran without = tycli({"--json", "sandbox", "explain"}, home_.path(), Without::landlock);
   ASSERT_EQ(without.exit_code, 0) << without.err;
   EXPECT_EQ(without.json()["python"]["strictAvailable"], false);

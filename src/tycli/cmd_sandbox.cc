@@ -203,6 +203,7 @@ int explain(Globals& g, const ExplainArgs& a) {
                                : "REFUSES TO RUN here: " + py.value("strictMissing", std::string("?")),
                            bwrap.value("usable", false) ? bwrap.value("path", std::string("usable"))
                                                         : "not used: " + bwrap.value("why", std::string("missing")));
+  std::cout << fmt::format("  strict sandbox uid: {}\n", py.value("sandboxUid", std::string("-")));
   std::cout << fmt::format("  --python-isolation host: {}\n", py.value("host", std::string("-")));
   const Value js = js_runtime_json(a);
   if (js.contains("error")) {

@@ -192,15 +192,18 @@ bool build_root(const RootPlan& plan) noexcept {
         break;
       case Op::Kind::bind_tree:
         if (!sys_mkdir(op.path.c_str())) return false;
-        if (::mount(op.source.c_str(), op.path.c_str(), nullptr, MS_BIND, nullptr) != 0) return false;
-        if (::mount(nullptr, op.path.c_str(), nullptr, op.remount_flags, nullptr) != 0) return false;
+        if (::mount(op.source.c_str(), op.path.c_str(), nullptr, MS_BIND | (op.recursive ? MS_REC : 0), nullptr) != 0)
+          return false;
+        if (op.remount_flags != 0 && ::mount(nullptr, op.path.c_str(), nullptr, op.remount_flags, nullptr) != 0)
+          return false;
         break;
       case Op::Kind::bind: {
         const long fd = ::syscall(SYS_openat, AT_FDCWD, op.path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
         if (fd < 0) return false;
         ::syscall(SYS_close, fd);
         if (::mount(op.source.c_str(), op.path.c_str(), nullptr, MS_BIND, nullptr) != 0) return false;
-        if (::mount(nullptr, op.path.c_str(), nullptr, op.remount_flags, nullptr) != 0) return false;
+        if (op.remount_flags != 0 && ::mount(nullptr, op.path.c_str(), nullptr, op.remount_flags, nullptr) != 0)
+          return false;
         break;
       }
     }

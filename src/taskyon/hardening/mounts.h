@@ -39,7 +39,9 @@ struct Op {
   Kind kind = Kind::dir;
   std::string path;    // absolute, under the new root as the host sees it before pivot: <root><inside path>
   std::string source;  // bind, bind_tree: the host's file or directory; symlink: the link's target text
-  unsigned long remount_flags = 0;  // bind, bind_tree: MS_REMOUNT|MS_BIND|MS_RDONLY|the source's locked flags
+  unsigned long remount_flags = 0;  // bind, bind_tree: MS_REMOUNT|MS_BIND|MS_RDONLY|the source's locked flags;
+                                    // 0: no remount (the bind stays writable, as its source)
+  bool recursive = false;           // bind_tree: with the mounts below the source (MS_REC; a procfs for bwrap)
 };
 
 // Prepared before fork; immutable.

@@ -174,7 +174,9 @@ std::vector<Layer> describe_layers(const Support& s) {
       {"workdir", "SandboxPool.ChildCwdIsAPrivateEmptyDirectoryRemovedOnDestroy"},
       {"mount-namespace", "KernelLayers.MountNamespaceHidesHostPaths/{node,deno}"},
       {"sandbox-uid", "KernelLayers.SandboxUidFailsTheOwnerCheck/{node,deno}, "
-                      "NamespacesTest.TheSandboxUidOwnsNoneOfTheHostsFiles"},
+                      "NamespacesTest.TheSandboxUidOwnsNoneOfTheHostsFiles, "
+                      "PythonBwrapUid.TheSandboxIs65534AndOwnsNothingOfTheHosts, "
+                      "EscapePython.TheSandboxUidIsNotTheInvokingUser/{Bwrap,KernelLayers}"},
       {"namespaces", "NamespacesTest.HaveNoNetwork, NamespacesTest.HideTheHostsAbstractSockets"},
       {"pid-namespace", "KernelLayers.PidNamespaceHidesHostProcesses/{node,deno}, SandboxPidNamespace.*, "
                         "EscapeNode.PROC_06_*, EscapeDeno.PROC_06_*"},

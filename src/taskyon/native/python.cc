@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <linux/close_range.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -113,7 +114,8 @@ std::vector<char*> pointers(std::vector<std::string>& strings) {
 
 Result<std::unique_ptr<sandbox::Child>> spawn_plain(const std::vector<std::string>& argv_in,
                                                     const std::vector<std::string>& env_in,
-                                                    const std::string& workdir, bool no_new_privs) {
+                                                    const std::string& workdir, bool no_new_privs,
+                                                    const Staged* staged) {
   std::vector<std::string> argv_strings = argv_in, env_strings = env_in;
   std::vector<char*> argv = pointers(argv_strings), envp = pointers(env_strings);
   sandbox::Fd in_r, in_w, out_r, out_w, err_r, err_w;
@@ -132,12 +134,20 @@ Result<std::unique_ptr<sandbox::Child>> spawn_plain(const std::vector<std::strin
     for (int sig = 1; sig < 32; ++sig)
       if (sig != SIGKILL && sig != SIGSTOP) ::sigaction(sig, &default_action, nullptr);
     if (::setsid() < 0) ::_exit(static_cast<int>(hardening::Step::setsid));
-    if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) ::_exit(static_cast<int>(hardening::Step::pdeathsig));
-    if (::getppid() != host) ::_exit(static_cast<int>(hardening::Step::parent_gone));
     if (::dup2(in_r.get(), 0) != 0 || ::dup2(out_w.get(), 1) != 1 || ::dup2(err_w.get(), 2) != 2)
       ::_exit(static_cast<int>(hardening::Step::dup_stdio));
     if (::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) != 0) ::_exit(static_cast<int>(hardening::Step::close_fds));
-    if (!workdir.empty() && ::chdir(workdir.c_str()) != 0) ::_exit(static_cast<int>(hardening::Step::chdir));
+    if (staged) {
+      // Root's authority builds the root; then the ids drop (which also
+      // resets the parent-death signal: it is armed below).
+      if (::syscall(SYS_unshare, CLONE_NEWNS) != 0 || !hardening::mounts::build_root(staged->root))
+        ::_exit(static_cast<int>(hardening::Step::mount_root));
+      if (!hardening::namespaces::drop_ids(staged->ids)) ::_exit(static_cast<int>(hardening::Step::drop_ids));
+    } else if (!workdir.empty() && ::chdir(workdir.c_str()) != 0) {
+      ::_exit(static_cast<int>(hardening::Step::chdir));
+    }
+    if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) ::_exit(static_cast<int>(hardening::Step::pdeathsig));
+    if (::getppid() != host) ::_exit(static_cast<int>(hardening::Step::parent_gone));
     if (no_new_privs && ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
       ::_exit(static_cast<int>(hardening::Step::no_new_privs));
     ::execve(argv[0], argv.data(), envp.data());

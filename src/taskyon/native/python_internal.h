@@ -11,19 +11,34 @@
 #include <vector>
 
 #include "taskyon/base/error.h"
+#include "taskyon/hardening/mounts.h"
+#include "taskyon/hardening/namespaces.h"
 #include "taskyon/native/python.h"
 #include "taskyon/sandbox/process.h"
 
 namespace taskyon::native::python::detail {
 
+// How a root host starts bubblewrap as the sandbox uid (python_strict.cc):
+// the child first unshares a mount namespace of its own and builds `root`
+// in it (mounts.h: every path bwrap binds, at the same path, under
+// directories anyone may traverse — pyenv's interpreter lives under a 0700
+// /root), then drops to `ids` (namespaces.h: no groups, uid/gid 65534). bwrap,
+// started as 65534, maps the sandbox to 65534: it owns nothing of the host's.
+struct Staged {
+  hardening::mounts::RootPlan root;
+  hardening::namespaces::Plan ids;
+};
+
 // Starts `argv` (argv[0] an absolute path) with exactly `env`, in `workdir`
 // (empty: this process's), with pipes on 0/1/2 and no other descriptor, in
 // its own session (killed as a group), with a parent-death signal. No kernel
 // layers: host mode, detection, and bubblewrap (`no_new_privs`: set
-// PR_SET_NO_NEW_PRIVS before exec). The host ends are non-blocking.
+// PR_SET_NO_NEW_PRIVS before exec; `staged`: see Staged; the child then
+// starts in root's working directory instead of `workdir`). The host ends
+// are non-blocking. Exit codes of a failed start: hardening::Step.
 Result<std::unique_ptr<sandbox::Child>> spawn_plain(const std::vector<std::string>& argv,
                                                     const std::vector<std::string>& env, const std::string& workdir,
-                                                    bool no_new_privs = false);
+                                                    bool no_new_privs = false, const Staged* staged = nullptr);
 
 // What a child wrote and how it ended.
 struct Collected {
@@ -60,6 +75,30 @@ class ScratchDir {
 // directly. `launcher` must outlive the child.
 Result<std::unique_ptr<sandbox::Child>> spawn_strict(const Interpreter& python, const std::string& helper,
                                                      const std::string& workdir, sandbox::Launcher& launcher);
+
+// One bubblewrap run in strict mode's minimal root (python_strict.cc):
+// bwrap's namespaces, /usr and the top-level system directories read-only,
+// the loader cache, private /tmp, /proc and a /dev of its own, plus `binds`.
+struct BwrapRun {
+  std::string bwrap{};                // absolute path
+  std::vector<std::string> binds{};   // files or directories, bound read-only at the same paths
+  std::vector<std::string> writable{};  // bound writable at the same paths (tests: a canary the sandbox sees)
+  bool null_file = true;              // /dev/null: an empty 0666 file of the working directory; false: the host's, read-only
+  std::vector<std::string> command{};  // run inside, in /tmp, as the sandbox's uid
+  // A root host starts bwrap as the sandbox uid (65534; Staged), so inside
+  // and outside the sandbox is 65534 and owns nothing of the host's. False
+  // (tests: the control) leaves bwrap's mapping of the invoking user.
+  bool sandbox_uid = true;
+};
+
+// Starts `run` with spawn_plain; `workdir`: an existing private directory
+// (the null file and the staged root go there). Errc::io when they cannot be
+// created; the runtime_files() errors of bwrap.
+Result<std::unique_ptr<sandbox::Child>> spawn_bwrap(const BwrapRun& run, const std::string& workdir);
+
+// What strict mode binds for `python` in bwrap's root: its executable, ELF
+// loader and libraries, the trees and files of its sys.path.
+Result<std::vector<std::string>> strict_binds(const Interpreter& python);
 
 // The first executable regular file `name` in the absolute directories of
 // `path_env` (a PATH value); empty when there is none.

@@ -4,7 +4,9 @@
 //   bubblewrap usable (user namespaces allowed, `bwrap` on PATH):
 //     host ──fork with the baseline steps only (own session, parent-death
 //     signal, descriptors, private cwd, no_new_privs, empty environment; bwrap
-//     cannot start under RLIMIT_FSIZE=0)──▶ bwrap (new user/net/ipc/uts/pid/cgroup namespaces,
+//     cannot start under RLIMIT_FSIZE=0; a root host also builds a staged
+//     root of bwrap's bind sources in a private mount namespace and drops to
+//     uid/gid 65534, Staged in python_internal.h)──▶ bwrap (new user/net/ipc/uts/pid/cgroup namespaces,
 //     minimal read-only root, private /tmp, /proc, a read-only /dev of its own
 //     with read-only binds of null, zero and urandom only, no
 //     capabilities) ──▶ tycli __python-contain (this file's contain_main) ──fork,
@@ -41,6 +43,7 @@
 #include "taskyon/hardening/probe.h"
 #include "taskyon/hardening/runtime_files.h"
 #include "taskyon/native/python_internal.h"
+#include "taskyon/sandbox/workdir.h"
 
 namespace taskyon::native::python {
 
@@ -164,33 +167,50 @@ bool under(const std::string& path, const std::set<std::string>& roots) {
   return false;
 }
 
+// What bwrap reads from the host to build its root: bound read-only (files
+// and whole directories), the writable /dev/null file, and the top-level
+// symlinks it recreates. A root host stages them first (Staged).
+struct Sources {
+  std::vector<std::string> files, trees;
+  std::vector<std::string> writable;  // bound writable at the same path (tests: a canary)
+  std::string null_file;              // bound writable on /dev/null; empty: the host's node read-only
+  std::vector<std::pair<std::string, std::string>> symlinks;  // path, target
+};
+
 // bwrap's namespaces and the system part of its minimal root: /usr read-only,
 // the top-level /bin, /lib… as the host has them (symlinks into /usr on a
 // merged-/usr system), the loader cache, private /tmp, /proc and a minimal
-// /dev. `bound` receives the directories the root holds.
-std::vector<std::string> bwrap_root(const std::string& bwrap, std::set<std::string>& bound,
-                                    const std::string& null_file) {
+// /dev. `bound` receives the directories the root holds, `src` what it reads.
+// `uid`: the sandbox's uid and gid inside.
+std::vector<std::string> bwrap_root(const std::string& bwrap, std::set<std::string>& bound, Sources& src,
+                                    unsigned uid) {
+  const std::string id = std::to_string(uid);
   std::vector<std::string> a = {bwrap,       "--unshare-all", "--die-with-parent", "--new-session", "--clearenv",
                                 "--cap-drop", "ALL",           "--hostname",        "sandbox",       "--uid",
-                                "1000",       "--gid",         "1000",              "--tmpfs",       "/tmp",
+                                id,           "--gid",         id,                  "--tmpfs",       "/tmp",
                                 "--proc",     "/proc"};
   // Our own /dev, never the host's nodes writable: a tmpfs holding read-only
-  // binds of zero and urandom and, as null, `null_file` (an empty file of
-  // this run's scratch directory, bound writable: the helper's loader query
-  // opens /dev/null for writing) or, for the probe, the host's node
-  // read-only; then made read-only itself. bwrap's --dev would bind the
+  // binds of zero and urandom and, as null, `src.null_file` (an empty file
+  // of this run's scratch directory, mode 0666, bound writable: the helper's
+  // loader query opens /dev/null for writing) or, for the probe, the host's
+  // node read-only; then made read-only itself. bwrap's --dev would bind the
   // host's nodes writable (utime/chmod of the host's /dev/null). bwrap 0.8
   // marks every read-only bind nodev (its remount adds MS_NODEV), so zero and
   // urandom cannot be opened — strict Python's Landlock grants none of these
   // anyway (it takes entropy from getrandom(2)).
   a.insert(a.end(), {"--tmpfs", "/dev"});
-  for (const char* node : kDevNodes) a.insert(a.end(), {"--ro-bind", node, node});
-  if (null_file.empty()) {
+  for (const char* node : kDevNodes) {
+    a.insert(a.end(), {"--ro-bind", node, node});
+    src.files.emplace_back(node);
+  }
+  if (src.null_file.empty()) {
     a.insert(a.end(), {"--ro-bind", "/dev/null", "/dev/null"});
+    src.files.emplace_back("/dev/null");
   } else {
-    a.insert(a.end(), {"--bind", null_file, "/dev/null"});
+    a.insert(a.end(), {"--bind", src.null_file, "/dev/null"});
   }
   a.insert(a.end(), {"--remount-ro", "/dev", "--ro-bind", "/usr", "/usr"});
+  src.trees.emplace_back("/usr");
   bound = {"/usr"};  // not /tmp: a file bound below it (tycli in a build tree) must stay visible
   for (const char* top : {"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}) {
     struct stat st {};
@@ -200,46 +220,131 @@ std::vector<std::string> bwrap_root(const std::string& bwrap, std::set<std::stri
       const ssize_t n = ::readlink(top, target, sizeof target - 1);
       if (n <= 0) continue;
       a.insert(a.end(), {"--symlink", std::string(target, static_cast<std::size_t>(n)), top});
+      src.symlinks.emplace_back(top, std::string(target, static_cast<std::size_t>(n)));
     } else if (S_ISDIR(st.st_mode)) {
       a.insert(a.end(), {"--ro-bind", top, top});
+      src.trees.emplace_back(top);
       bound.insert(top);
     }
   }
-  a.insert(a.end(), {"--ro-bind-try", "/etc/ld.so.cache", "/etc/ld.so.cache"});
+  if (struct stat st {}; ::stat("/etc/ld.so.cache", &st) == 0) {
+    a.insert(a.end(), {"--ro-bind", "/etc/ld.so.cache", "/etc/ld.so.cache"});
+    src.files.emplace_back("/etc/ld.so.cache");
+  }
   return a;
 }
 
-// bwrap's command line: the minimal root plus the interpreter's files and
-// the helper; then the helper, which contains python3.
-std::vector<std::string> bwrap_argv(const std::string& bwrap, const std::string& null_file, const std::string& helper,
-                                    const hardening::RuntimeFiles& python_files,
-                                    const hardening::RuntimeFiles& helper_files, const Reads& reads,
-                                    const std::vector<std::string>& python_argv) {
-  std::set<std::string> bound;
-  std::vector<std::string> a = bwrap_root(bwrap, bound, null_file);
-  std::vector<std::string> paths = {python_files.executable, python_files.interpreter, helper_files.executable,
-                                    helper_files.interpreter};
-  paths.insert(paths.end(), python_files.libraries.begin(), python_files.libraries.end());
-  paths.insert(paths.end(), helper_files.libraries.begin(), helper_files.libraries.end());
-  paths.insert(paths.end(), reads.trees.begin(), reads.trees.end());
-  paths.insert(paths.end(), reads.files.begin(), reads.files.end());
+// Read-only binds of `paths` (files or directories, at the same paths) not
+// already in bwrap's root; then `src.writable`.
+void bind_paths(std::vector<std::string>& a, std::set<std::string>& bound, Sources& src,
+                const std::vector<std::string>& paths) {
   for (const std::string& p : paths) {
     if (p.empty() || under(p, bound)) continue;
     a.insert(a.end(), {"--ro-bind", p, p});
+    (is_dir(p) ? src.trees : src.files).push_back(p);
     bound.insert(p);
   }
-  a.insert(a.end(), {"--chdir", "/tmp", "--", helper, std::string(kContainEntry), "--data-bytes",
-                     std::to_string(kStrictDataBytes)});
-  for (const std::string& t : reads.trees) a.insert(a.end(), {"--tree", t});
-  for (const std::string& f : reads.files) a.insert(a.end(), {"--file", f});
-  a.push_back("--");
-  a.insert(a.end(), python_argv.begin(), python_argv.end());
-  return a;
+  for (const std::string& p : src.writable) a.insert(a.end(), {"--bind", p, p});
+}
+
+// The root a root host builds before it drops to the sandbox uid and starts
+// bwrap (Staged, python_internal.h), on `stage_dir` (an existing empty
+// directory): every path of `src` bwrap binds, bwrap itself, and the host's
+// procfs (bwrap writes its id maps there and may only mount a new procfs
+// where one is fully visible).
+Result<detail::Staged> stage(const std::string& bwrap, const Sources& src, const std::string& stage_dir) {
+  auto bwrap_files = hardening::runtime_files(bwrap);
+  if (!bwrap_files) return std::unexpected(std::move(bwrap_files.error()));
+  std::set<std::string> trees;
+  for (const std::string& t : src.trees) trees.insert(real(t));
+  std::vector<std::string> files;
+  auto file = [&](const std::string& f) {
+    if (!f.empty() && !under(real(f), trees)) files.push_back(f);
+  };
+  for (const std::string& f : src.files) file(f);
+  file(bwrap_files->executable);
+  file(bwrap_files->interpreter);
+  for (const std::string& f : bwrap_files->libraries) file(f);
+  std::set<std::string> writable;
+  for (std::string f : src.writable) writable.insert(real(f));
+  if (!src.null_file.empty()) writable.insert(real(src.null_file));
+  std::vector<std::string> trees_too = src.trees;
+  for (const std::string& f : writable) (is_dir(f) ? trees_too : files).push_back(f);
+  auto ops = hardening::mounts::plan_files(files, trees_too);
+  if (!ops) return std::unexpected(std::move(ops.error()));
+  using Op = hardening::mounts::Op;
+  std::vector<Op> all;
+  for (const auto& [path, target] : src.symlinks) all.push_back({Op::Kind::symlink, path, target, 0});
+  for (Op& op : *ops) {
+    if (op.kind != Op::Kind::dir && op.kind != Op::Kind::symlink && writable.contains(op.source))
+      op.remount_flags = 0;  // stays writable
+    all.push_back(std::move(op));
+  }
+  all.push_back({Op::Kind::bind_tree, "/proc", "/proc", 0, /*recursive=*/true});
+  return detail::Staged{hardening::mounts::plan_root(all, stage_dir),
+                hardening::namespaces::plan_namespaces(
+                    {.user_net_ipc_uts = false, .drop_ids = true, .mount = false, .pid = false})};
+}
+
+// Starts bwrap's command line `a` (built from `src`): on a root host with
+// `sandbox_uid`, as 65534 in a staged root under `workdir` (created there as
+// "root"), else as this process.
+Result<std::unique_ptr<sandbox::Child>> start_bwrap(const std::vector<std::string>& a, const Sources& src,
+                                                    const std::string& workdir, bool sandbox_uid) {
+  if (!sandbox_uid || !hardening::namespaces::host_is_root())
+    return detail::spawn_plain(a, {}, workdir, /*no_new_privs=*/true);
+  const std::string stage_dir = workdir + "/root";
+  if (::mkdir(stage_dir.c_str(), 0700) != 0)
+    return fail(Errc::io, fmt::format("cannot create {}: {}", stage_dir, std::strerror(errno)), stage_dir);
+  auto staged = stage(a.front(), src, stage_dir);
+  if (!staged) return std::unexpected(std::move(staged.error()));
+  return detail::spawn_plain(a, {}, workdir, /*no_new_privs=*/true, &*staged);
+}
+
+// The sandbox's uid inside bwrap: the overflow id (65534) when a root host
+// starts bwrap as 65534 (inside and outside agree), else bwrap's usual.
+unsigned inside_uid(bool sandbox_uid) {
+  return sandbox_uid && hardening::namespaces::host_is_root() ? hardening::namespaces::kOverflowId
+                                                              : hardening::namespaces::kSandboxId;
 }
 
 }  // namespace
 
 namespace detail {
+
+Result<std::unique_ptr<sandbox::Child>> spawn_bwrap(const BwrapRun& run, const std::string& workdir) {
+  Sources src;
+  src.writable = run.writable;
+  if (run.null_file) {
+    // The sandbox's /dev/null: an empty file of its own, removed with the
+    // working directory; 0666 and the host's, so the sandbox uid writes it
+    // and cannot change it.
+    src.null_file = workdir + "/null";
+    const int fd = ::open(src.null_file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0 || ::fchmod(fd, 0666) != 0) {
+      if (fd >= 0) ::close(fd);
+      return fail(Errc::io, fmt::format("cannot create {}: {}", src.null_file, std::strerror(errno)), src.null_file);
+    }
+    ::close(fd);
+  }
+  std::set<std::string> bound;
+  std::vector<std::string> a = bwrap_root(run.bwrap, bound, src, inside_uid(run.sandbox_uid));
+  bind_paths(a, bound, src, run.binds);
+  a.insert(a.end(), {"--chdir", "/tmp", "--"});
+  a.insert(a.end(), run.command.begin(), run.command.end());
+  return start_bwrap(a, src, workdir, run.sandbox_uid);
+}
+
+Result<std::vector<std::string>> strict_binds(const Interpreter& python) {
+  auto files = hardening::runtime_files(python.executable);
+  if (!files) return std::unexpected(std::move(files.error()));
+  const Reads reads = strict_reads(python, *files);
+  std::vector<std::string> paths = {files->executable, files->interpreter};
+  paths.insert(paths.end(), files->libraries.begin(), files->libraries.end());
+  paths.insert(paths.end(), reads.trees.begin(), reads.trees.end());
+  paths.insert(paths.end(), reads.files.begin(), reads.files.end());
+  return paths;
+}
 
 Result<std::unique_ptr<sandbox::Child>> spawn_strict(const Interpreter& python, const std::string& helper,
                                                      const std::string& workdir, sandbox::Launcher& launcher) {
@@ -265,19 +370,22 @@ Result<std::unique_ptr<sandbox::Child>> spawn_strict(const Interpreter& python, 
   auto helper_files = hardening::runtime_files(helper_path);
   if (!helper_files) return std::unexpected(std::move(helper_files.error()));
   // bwrap itself gets the baseline only (own session and process group,
-  // parent-death signal, pipes only, private cwd, no_new_privs, empty
-  // environment): it cannot run under RLIMIT_FSIZE=0, Landlock or seccomp.
-  // The helper applies the resource limits and kernel layers inside it.
-  // The sandbox's /dev/null: an empty file of its own, removed with the
-  // working directory (bwrap_root).
-  const std::string null_file = workdir + "/null";
-  if (const int fd = ::open(null_file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600); fd >= 0) {
-    ::close(fd);
-  } else {
-    return fail(Errc::io, fmt::format("cannot create {}: {}", null_file, std::strerror(errno)), null_file);
-  }
-  return spawn_plain(bwrap_argv(bw.path, null_file, helper_path, *python_files, *helper_files, reads, argv), {}, workdir,
-                     /*no_new_privs=*/true);
+  // parent-death signal, pipes only, no_new_privs, empty environment; on a
+  // root host the sandbox uid, in a staged root): it cannot run under
+  // RLIMIT_FSIZE=0, Landlock or seccomp. The helper applies the resource
+  // limits and kernel layers inside it, last before python3.
+  BwrapRun run{.bwrap = bw.path};
+  auto binds = strict_binds(python);
+  if (!binds) return std::unexpected(std::move(binds.error()));
+  run.binds = std::move(*binds);
+  run.binds.insert(run.binds.end(), {helper_files->executable, helper_files->interpreter});
+  run.binds.insert(run.binds.end(), helper_files->libraries.begin(), helper_files->libraries.end());
+  run.command = {helper_path, std::string(kContainEntry), "--data-bytes", std::to_string(kStrictDataBytes)};
+  for (const std::string& t : reads.trees) run.command.insert(run.command.end(), {"--tree", t});
+  for (const std::string& f : reads.files) run.command.insert(run.command.end(), {"--file", f});
+  run.command.push_back("--");
+  run.command.insert(run.command.end(), argv.begin(), argv.end());
+  return spawn_bwrap(run, workdir);
 }
 
 }  // namespace detail
@@ -321,12 +429,15 @@ const Bubblewrap& bubblewrap() {
       b.why = "user namespaces are not allowed here: " + machine.namespaces_error;
       return b;
     }
-    // The probe builds a root as strict runs do and runs bwrap itself in it.
-    std::set<std::string> bound;
-    std::vector<std::string> argv = bwrap_root(bwrap, bound, "");
-    if (!under(bwrap, bound)) argv.insert(argv.end(), {"--ro-bind", bwrap, bwrap});
-    argv.insert(argv.end(), {"--", bwrap, "--version"});
-    auto child = detail::spawn_plain(argv, {}, "");
+    // The probe builds a root as strict runs do (as the sandbox uid in a
+    // staged root on a root host) and runs bwrap itself in it.
+    auto scratch = detail::ScratchDir::make(sandbox::kPythonWorkdirPrefix);
+    if (!scratch) {
+      b.why = scratch.error().message;
+      return b;
+    }
+    auto child = detail::spawn_bwrap(
+        {.bwrap = bwrap, .binds = {bwrap}, .null_file = false, .command = {bwrap, "--version"}}, scratch->path());
     if (!child) {
       b.why = child.error().message;
       return b;
@@ -357,10 +468,22 @@ Value explain() {
     out["why"] = found.error().message;
   }
   out["bubblewrap"] = {{"path", bw.path}, {"usable", !bw.path.empty()}, {"why", bw.why}};
+  const bool root = hardening::namespaces::host_is_root();
   out["strict"] = bw.path.empty()
                       ? fmt::format("the sandbox kernel layers around python3; no bubblewrap ({})", bw.why)
                       : std::string("bubblewrap (minimal read-only root, private /tmp, no network) and, inside it, "
                                     "the sandbox kernel layers around python3");
+  // Who the interpreter is outside: what owner checks (chmod, chown, utimes,
+  // xattrs, signals) compare against the host's files.
+  out["sandboxUid"] =
+      !root ? std::string("the invoking user's uid (tycli is not root: only its own uid can be mapped; seccomp, "
+                          "Landlock and the minimal root carry the owner rule)")
+      : bw.path.empty()
+          ? std::string("uid/gid 65534 outside, no supplementary groups (1000 inside its user namespace): it owns "
+                        "none of the host's files, so chmod, chown, utimes and xattr changes fail the owner check")
+          : std::string("uid/gid 65534 inside and outside, no supplementary groups: tycli stages bwrap's bind "
+                        "sources in a private root and starts bwrap as 65534, so the sandbox owns none of the "
+                        "host's files and chmod, chown, utimes and xattr changes fail the owner check");
   out["host"] = "python3 -I with your own OS permissions: timeout, minimal environment, bounded output, "
                 "process-group kill — no containment; only when chosen (--python-isolation host), with a warning";
   out["default"] = "strict";
