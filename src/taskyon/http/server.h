@@ -39,8 +39,10 @@ struct Request {
   std::vector<Header> headers;       // as received
   std::string body;                  // at most Options::max_body_bytes
   // Whether the client has closed its connection (its socket polled for
-  // POLLRDHUP, without waiting); false when that cannot be told. Set by the
-  // server; handlers that run long poll it to stop work nobody will read.
+  // POLLRDHUP, without waiting); false when that cannot be told. A client
+  // that half-closes (shutdown(SHUT_WR)) after its request counts as gone.
+  // Set by the server; handlers that run long poll it to stop work nobody
+  // will read.
   std::function<bool()> client_gone = [] { return false; };
   // The first header / query parameter of that name (headers: ASCII case-insensitive).
   std::optional<std::string> header(std::string_view name) const;
