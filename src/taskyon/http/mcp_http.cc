@@ -258,6 +258,7 @@ struct McpEndpoint::Impl {
       Response res;
       res.content_type = "text/event-stream";
       res.headers.push_back({"Cache-Control", "no-cache"});
+      if (initialize) res.headers.push_back({"Mcp-Session-Id", s->id});
       res.stream = [s, x, deadline, gone = r.client_gone](const StreamWrite& write) { stream(s, x, deadline, gone, write); };
       return res;
     }
