@@ -28,6 +28,7 @@ struct ServeArgs {
   long long timeout_ms = 10000;
   std::string js_runtime;
   long long memory_budget_mib = -1;
+  long long max_sandboxes = 0;  // 0: the pool's default (sandbox::RuntimeConfig::max_live)
 };
 
 taskyon::Result<std::string> store_path(const Globals& g) {
@@ -57,6 +58,9 @@ int serve(Globals& g, const ServeArgs& a) {
       !selected)
     return report(g, selected.error());
   if (auto budget = apply_memory_budget(core.runtime, a.memory_budget_mib); !budget) return report(g, budget.error());
+  if (a.max_sandboxes < 0 || a.max_sandboxes > 1024)
+    return report(g, {Errc::bad_usage, "--max-sandboxes must be 1..1024", "--max-sandboxes"});
+  if (a.max_sandboxes > 0) core.runtime.max_live = static_cast<std::size_t>(a.max_sandboxes);
   const auto max_wait = core.max_timeout + std::chrono::seconds(30);
   auto host = taskyon::host::Host::open(std::move(core));
   if (!host) return report(g, host.error());
@@ -128,6 +132,9 @@ void add_serve_command(CLI::App& app, Globals& g) {
   c->add_option("--timeout", a->timeout_ms, "default per-call timeout in ms (default 10000; a request may set timeoutMs)");
   c->add_option("--js-runtime", a->js_runtime, "node (default) or deno");
   add_memory_budget_option(*c, a->memory_budget_mib);
+  c->add_option("--max-sandboxes", a->max_sandboxes,
+                "retained sandboxes alive at once, one per (revision, session) (default 16; past it the least "
+                "recently used idle one is destroyed)");
   c->callback([&g, a] { g.exit_code = guarded(g, [&] { return serve(g, *a); }); });
 }
 

@@ -67,7 +67,7 @@ Value audit_row_json(const store::AuditEntry& e) {
           {"access", e.access.empty() ? Value() : Value(e.access)},
           {"verdict", capability::verdict_name(e.verdict)},
           {"reason", e.reason},
-          {"task", e.task ? Value(*e.task) : Value()}};
+          {"task", e.task && !e.task->empty() ? Value(*e.task) : Value()}};  // no task: null, never ""
 }
 
 Value error_json(const Error& error) {

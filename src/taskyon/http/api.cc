@@ -175,7 +175,7 @@ struct Api {
   Response fetch(const Request& r) {
     Slot slot;
     if (!take(slot)) return busy();
-    return egress_fetch(r.body, {options.db_path, options.capabilities, std::chrono::milliseconds(60000)});
+    return egress_fetch(r.body, {options.db_path, options.capabilities, std::chrono::milliseconds(60000)}, r.client_gone);
   }
 };
 

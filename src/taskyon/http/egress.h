@@ -21,6 +21,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <string>
 
 #include "taskyon/http/server.h"
@@ -34,7 +35,10 @@ struct EgressOptions {
   std::chrono::milliseconds deadline{60000};  // caps every request's own timeouts
 };
 
-// One proxied request: body is the request JSON above.
-Response egress_fetch(const std::string& body, const EgressOptions& options);
+// One proxied request: body is the request JSON above. `client_gone` is
+// polled every 50 ms while the fetch runs: once it says the browser host hung
+// up, the fetch is aborted (capability/fetch.h: cancelled) and audited so.
+Response egress_fetch(const std::string& body, const EgressOptions& options,
+                      const std::function<bool()>& client_gone = [] { return false; });
 
 }  // namespace taskyon::http

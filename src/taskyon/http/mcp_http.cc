@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <set>
@@ -24,15 +25,47 @@ bool is_response(const Value& m) {
   return m.is_object() && !m.contains("method") && m.contains("id") && (m.contains("result") || m.contains("error"));
 }
 
+// The requests of one POST and what the connection sent for them.
+struct Exchange {
+  std::vector<std::string> keys;           // request ids (dumped), in order
+  bool sse = false;                        // the client accepts text/event-stream
+  std::deque<Value> notes;                 // notifications of its calls not yet sent (sse only)
+  std::map<std::string, Value> responses;  // by key
+};
+
 struct Session {
   std::string id;
   std::mutex mu;
   std::condition_variable cv;
-  std::set<std::string> waiting;              // request ids (dumped) a POST waits for
-  std::map<std::string, Value> responses;     // their responses, until the POST takes them
-  std::set<std::string> cancelled;            // requests the client cancelled: no response will come
+  std::map<std::string, std::shared_ptr<Exchange>> routes;  // request key -> the POST that waits for it
+  std::set<std::string> cancelled;  // requests the client cancelled: no response will come
   bool closed = false;
   std::unique_ptr<mcp::Connection> connection;  // last: destroyed first
+
+  // Under mu: every request of `x` answered (or cancelled), or the session over.
+  bool ready(const Exchange& x) const {
+    return closed || std::all_of(x.keys.begin(), x.keys.end(), [&](const std::string& k) {
+             return x.responses.contains(k) || cancelled.contains(k);
+           });
+  }
+
+  // Under mu: the exchange's responses in order (a timed-out request gets an
+  // error, a cancelled one nothing); its routes removed.
+  std::vector<Value> finish(Exchange& x) {
+    std::vector<Value> out;
+    for (const auto& k : x.keys) {
+      if (auto it = x.responses.find(k); it != x.responses.end()) {
+        out.push_back(std::move(it->second));
+      } else if (!cancelled.contains(k)) {
+        out.push_back({{"jsonrpc", "2.0"}, {"id", Value::parse(k)},
+                       {"error", {{"code", -32603}, {"message", closed ? "the session ended" : "no response in time"}}}});
+      }
+      routes.erase(k);
+      cancelled.erase(k);
+    }
+    x.responses.clear();
+    return out;
+  }
 
   void close() {
     if (connection) connection->close();
@@ -41,6 +74,21 @@ struct Session {
     cv.notify_all();
   }
 };
+
+std::string sse_event(const Value& message) {
+  return "event: message\ndata: " + message.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n\n";
+}
+
+// How long a POST of a client that accepts SSE waits for its responses
+// before it streams anyway: a stream's heartbeats notice a client that left.
+constexpr auto kPatience = std::chrono::milliseconds(1000);
+// How often a waiting POST looks whether its client hung up.
+constexpr auto kHeartbeat = std::chrono::milliseconds(200);
+
+bool accepts_event_stream(const Request& r) {
+  auto accept = r.header("Accept");
+  return accept && accept->find("text/event-stream") != std::string::npos;
+}
 
 }  // namespace
 
@@ -62,15 +110,66 @@ struct McpEndpoint::Impl {
     s->connection = std::make_unique<mcp::Connection>(
         host,
         [raw](mcp::Outgoing out) {  // serialized by the Connection
-          if (!is_response(out.message)) return;  // notifications: no stream to carry them (no SSE)
-          const std::string key = out.message["id"].dump();
+          const bool response = is_response(out.message);
+          // A response belongs to its id; a notification to the call it reports on.
+          const Value& about = response ? out.message["id"] : out.related;
+          if (about.is_null()) return;  // list_changed: no GET stream to carry it (GET is 405)
+          const std::string key = about.dump();
           std::lock_guard lock(raw->mu);
-          if (!raw->waiting.contains(key)) return;
-          raw->responses[key] = std::move(out.message);
+          auto it = raw->routes.find(key);
+          if (it == raw->routes.end()) return;
+          Exchange& x = *it->second;
+          if (response) x.responses[key] = std::move(out.message);
+          else if (x.sse) x.notes.push_back(std::move(out.message));
+          else return;  // a JSON-only client: its notifications have no stream
           raw->cv.notify_all();
         },
         mcp::ServerInfo{}, "http");
     return s;
+  }
+
+  // The client of `x` is gone: its running calls are cancelled like a
+  // notifications/cancelled would (H5), so their sandboxes are destroyed.
+  static void abandon(Session& s, Exchange& x) {
+    std::vector<std::string> pending;
+    {
+      std::lock_guard lock(s.mu);
+      for (const auto& k : x.keys)
+        if (!x.responses.contains(k) && !s.cancelled.contains(k)) pending.push_back(k);
+    }
+    for (const auto& k : pending)
+      s.connection->receive_value({{"jsonrpc", "2.0"},
+                                   {"method", "notifications/cancelled"},
+                                   {"params", {{"requestId", Value::parse(k)}, {"reason", "the client disconnected"}}}});
+    std::lock_guard lock(s.mu);
+    for (const auto& k : pending) s.cancelled.insert(k);
+    s.finish(x);
+  }
+
+  // The SSE body of a POST whose calls report while they run: their
+  // notifications as they come, then the responses; a comment line every
+  // kHeartbeat to find a client that went away (its calls are then cancelled).
+  static void stream(const std::shared_ptr<Session>& s, const std::shared_ptr<Exchange>& x,
+                     std::chrono::steady_clock::time_point deadline, const std::function<bool()>& gone,
+                     const StreamWrite& write) {
+    std::unique_lock lock(s->mu);
+    for (;;) {
+      s->cv.wait_for(lock, kHeartbeat, [&] { return !x->notes.empty() || s->ready(*x); });
+      std::deque<Value> notes;
+      notes.swap(x->notes);
+      const bool done = s->ready(*x) || std::chrono::steady_clock::now() >= deadline;
+      std::vector<Value> responses;
+      if (done) responses = s->finish(*x);
+      lock.unlock();
+      std::string text;
+      for (const auto& n : notes) text += sse_event(n);
+      for (const auto& r : responses) text += sse_event(r);
+      if (text.empty()) text = ": keep-alive\n\n";
+      const bool written = write(text);
+      if (done) return;
+      if (!written || gone()) return abandon(*s, *x);
+      lock.lock();
+    }
   }
 
   Response post(const Request& r) {
@@ -111,14 +210,20 @@ struct McpEndpoint::Impl {
       s = it->second;
     }
 
-    std::vector<std::string> keys;  // the requests of this POST, in order
+    auto x = std::make_shared<Exchange>();
+    x->sse = accepts_event_stream(r);
     {
       std::lock_guard lock(s->mu);
       for (const auto& m : messages) {
         if (!m.is_object()) continue;
         if (m.contains("method") && m.contains("id") && !m["id"].is_null()) {
-          keys.push_back(m["id"].dump());
-          s->waiting.insert(keys.back());
+          const std::string key = m["id"].dump();
+          if (s->routes.contains(key) || std::find(x->keys.begin(), x->keys.end(), key) != x->keys.end()) {
+            for (const auto& k : x->keys) s->routes.erase(k);
+            return rpc_error(400, -32600, "a request with id " + key + " is still running in this session");
+          }
+          x->keys.push_back(key);
+          s->routes[key] = x;
         }
         if (m.value("method", Value()) == "notifications/cancelled" && m.contains("params") &&
             m["params"].is_object() && m["params"].contains("requestId")) {
@@ -128,30 +233,39 @@ struct McpEndpoint::Impl {
       }
     }
     for (const auto& m : messages) s->connection->receive_value(m);
-    if (keys.empty()) return Response{202, "application/json", "", {}};
+    if (x->keys.empty()) return Response{202, "application/json", "", {}, {}};
 
+    // Plain JSON when the responses come before anything to stream; SSE once
+    // a call reports progress or logs (and the client accepts it).
+    const auto deadline = std::chrono::steady_clock::now() + wait;
     std::unique_lock lock(s->mu);
-    const auto ready = [&] {
-      return s->closed || std::all_of(keys.begin(), keys.end(), [&](const std::string& k) {
-               return s->responses.contains(k) || s->cancelled.contains(k);
-             });
-    };
-    s->cv.wait_for(lock, wait, ready);
-    Value out = Value::array();
-    for (const auto& k : keys) {
-      if (auto it = s->responses.find(k); it != s->responses.end()) {
-        out.push_back(std::move(it->second));
-        s->responses.erase(it);
-      } else if (!s->cancelled.contains(k)) {
-        out.push_back({{"jsonrpc", "2.0"}, {"id", Value::parse(k)},
-                       {"error", {{"code", -32603}, {"message", s->closed ? "the session ended" : "no response in time"}}}});
+    const auto patience = std::min(deadline, std::chrono::steady_clock::now() + kPatience);
+    const auto until = x->sse ? patience : deadline;
+    const auto answered = [&] { return s->ready(*x) || !x->notes.empty(); };
+    while (!s->cv.wait_until(lock, std::min(until, std::chrono::steady_clock::now() + kHeartbeat), answered) &&
+           std::chrono::steady_clock::now() < until) {
+      lock.unlock();
+      const bool gone = r.client_gone();
+      lock.lock();
+      if (gone && !s->ready(*x)) {
+        lock.unlock();
+        abandon(*s, *x);  // nobody reads the answer: the calls are cancelled (H5)
+        return Response{202, "application/json", "", {}, {}};
       }
-      s->waiting.erase(k);
-      s->cancelled.erase(k);
     }
+    if (x->sse && !s->ready(*x) && std::chrono::steady_clock::now() < deadline) {
+      lock.unlock();
+      Response res;
+      res.content_type = "text/event-stream";
+      res.headers.push_back({"Cache-Control", "no-cache"});
+      if (initialize) res.headers.push_back({"Mcp-Session-Id", s->id});
+      res.stream = [s, x, deadline, gone = r.client_gone](const StreamWrite& write) { stream(s, x, deadline, gone, write); };
+      return res;
+    }
+    std::vector<Value> out = s->finish(*x);
     lock.unlock();
-    if (out.empty()) return Response{202, "application/json", "", {}};  // cancelled: no response (MCP)
-    Response res = Response::json(200, batch ? out : out[0]);
+    if (out.empty()) return Response{202, "application/json", "", {}, {}};  // cancelled: no response (MCP)
+    Response res = Response::json(200, batch ? Value(out) : out[0]);
     if (initialize) res.headers.push_back({"Mcp-Session-Id", s->id});
     return res;
   }
@@ -168,7 +282,7 @@ struct McpEndpoint::Impl {
       sessions.erase(it);
     }
     s->close();  // H5: its running calls cancelled, its sandboxes destroyed
-    return Response{204, "application/json", "", {}};
+    return Response{204, "application/json", "", {}, {}};
   }
 
   void close_all() {

@@ -5,14 +5,23 @@
 //          mcp::Connection (= one host session, H3) and an `Mcp-Session-Id`
 //          (32 random hex digits) in the response's headers; every later
 //          request must carry it (none: 400; unknown or ended: 404).
-//          Requests are answered with application/json (the response, or an
-//          array for a batch) once their responses exist; a POST of only
-//          notifications or responses is 202 with no body. A request the
-//          client cancelled (notifications/cancelled) gets no JSON-RPC
-//          response, so its POST ends 202 with no body. Progress and log
-//          notifications are not streamed over HTTP (no SSE): only stdio
-//          (`tycli mcp`) streams them.
-//   GET    405 (no server-initiated SSE stream; the spec allows it).
+//          A POST whose requests are all answered within 1 s and whose calls
+//          sent nothing meanwhile is answered application/json (the response,
+//          or an array for a batch). Otherwise, when its Accept names
+//          text/event-stream, it is answered as an SSE stream: each
+//          notifications/progress (the call's _meta.progressToken) and
+//          notifications/message of its calls as an `event: message` as it
+//          comes, then the responses, then the stream ends; a ": keep-alive"
+//          comment every 200 ms finds a client that went away, and its running
+//          calls are then cancelled (H5). A client that accepts only JSON gets
+//          JSON when the responses exist (its calls' notifications dropped).
+//          A POST of only notifications or responses is 202 with no body. A
+//          request the client cancelled (notifications/cancelled, H5: sandbox
+//          destroyed) gets no JSON-RPC response; a JSON POST of nothing else
+//          ends 202 with no body. A request id still running in the session
+//          is refused (400, -32600). No event ids: streams are not resumable.
+//   GET    405 (no server-initiated SSE stream; the spec allows it), so
+//          notifications/tools/list_changed reaches only stdio clients.
 //   DELETE ends the session: its running calls are cancelled (H5), its
 //          sandboxes destroyed; 204.
 // `MCP-Protocol-Version`, when sent, must be one of mcp::protocol_versions() (400).

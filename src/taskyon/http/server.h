@@ -38,16 +38,30 @@ struct Request {
   std::vector<Header> query;         // decoded query parameters, in order
   std::vector<Header> headers;       // as received
   std::string body;                  // at most Options::max_body_bytes
+  // Whether the client has closed its connection (its socket polled for
+  // POLLRDHUP, without waiting); false when that cannot be told. A client
+  // that half-closes (shutdown(SHUT_WR)) after its request counts as gone.
+  // Set by the server; handlers that run long poll it to stop work nobody
+  // will read.
+  std::function<bool()> client_gone = [] { return false; };
   // The first header / query parameter of that name (headers: ASCII case-insensitive).
   std::optional<std::string> header(std::string_view name) const;
   std::optional<std::string> query_value(std::string_view name) const;
 };
+
+// Writes one piece of a streamed body; false once the client is gone (the
+// write failed), after which every write is false.
+using StreamWrite = std::function<bool(std::string_view)>;
 
 struct Response {
   int status = 200;
   std::string content_type = "application/json";
   std::string body;
   std::vector<Header> headers;
+  // When set, the body is not `body` but what this writes, sent chunked as it
+  // is written (text/event-stream for MCP). It runs on the request's worker
+  // thread after the handler returned, once; the response ends when it returns.
+  std::function<void(const StreamWrite&)> stream;
   // A JSON document (one line).
   static Response json(int status, const json::Value& value);
   // {"error":{"code","message"}}.

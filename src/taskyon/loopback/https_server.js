@@ -18,6 +18,7 @@ const fs = require('node:fs');
 
 const [certFile, keyFile] = process.argv.slice(2);
 let served = 0;
+let abandoned = 0;  // /slow requests whose client hung up first (see /count)
 
 function json(res, status, value, extra = {}) {
   const body = JSON.stringify(value);
@@ -54,7 +55,10 @@ const server = https.createServer({ cert: fs.readFileSync(certFile), key: fs.rea
       case '/slow': {
         const ms = Number(url.searchParams.get('ms') ?? 2000);
         const timer = setTimeout(() => json(res, 200, { slept: ms }), ms);
-        res.on('close', () => clearTimeout(timer));
+        res.on('close', () => {
+          clearTimeout(timer);
+          if (!res.writableEnded) abandoned++;  // the client hung up before the answer
+        });
         return;
       }
       case '/endless': {
@@ -77,7 +81,7 @@ const server = https.createServer({ cert: fs.readFileSync(certFile), key: fs.rea
       case '/cookie':
         return json(res, 200, { cookie: 'set' }, { 'Set-Cookie': 'session=loopback-cookie; Path=/' });
       case '/count':
-        return json(res, 200, { requests: count });
+        return json(res, 200, { requests: count, abandoned });
       default:
         return json(res, 404, { error: 'no such route' });
     }
