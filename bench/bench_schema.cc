@@ -22,4 +22,34 @@ void pattern_nested(benchmark::State& state) {
 }
 BENCHMARK(pattern_nested)->RangeMultiplier(10)->Range(10, 1000000)->Unit(benchmark::kMicrosecond);
 
+// Issue 19: a call's arguments against its tool's schema, compiling the schema
+// each time (Validation/compile_each_call) and from the per-process cache
+// keyed by revision id (Validation/cached). Same schema, same arguments.
+const taskyon::json::Value& call_schema() {
+  static const taskyon::json::Value params = {
+      {"type", "object"},
+      {"properties",
+       {{"num1", {{"type", "number"}, {"description", "first"}}},
+        {"num2", {{"type", "number"}, {"description", "second"}}},
+        {"label", {{"type", "string"}, {"pattern", "^[a-z]+$"}, {"maxLength", 64}}}}},
+      {"required", {"num1", "num2"}},
+      {"additionalProperties", false}};
+  return params;
+}
+
+void compile_each_call(benchmark::State& state) {
+  const json::Value args = {{"num1", 1}, {"num2", 2.5}, {"label", "sum"}};
+  for (auto _ : state) benchmark::DoNotOptimize(registry::validate_arguments(call_schema(), args));
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(compile_each_call)->Name("Validation/compile_each_call")->Unit(benchmark::kMicrosecond);
+
+void cached(benchmark::State& state) {
+  const json::Value args = {{"num1", 1}, {"num2", 2.5}, {"label", "sum"}};
+  for (auto _ : state)
+    benchmark::DoNotOptimize(registry::validate_arguments(call_schema(), args, "sha256:bench-validation-cached"));
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(cached)->Name("Validation/cached")->Unit(benchmark::kMicrosecond);
+
 }  // namespace

@@ -214,19 +214,26 @@ Decision decide(std::string_view input, std::string_view method, Resolve&& resol
     deny(d, ReasonClass::scheme);
     return d;
   }
-  // href and origin from one host serialization. The href leaves out any
-  // username and password: a decision is logged, and credentials are secrets.
-  d.host = url.host.serialize();
-  std::string base;
-  base.reserve(url.scheme.size() + 3 + d.host.size() + 6);
-  ((base += url.scheme) += "://"sv) += d.host;
-  if (url.port) fmt::format_to(std::back_inserter(base), ":{}", *url.port);
-  d.href.reserve(base.size() + url.path.size() + (url.query ? url.query->size() + 1 : 0) +
-                 (url.fragment ? url.fragment->size() + 1 : 0));
-  (d.href += base) += url.path;
-  if (url.query) (d.href += '?') += *url.query;
-  if (url.fragment) (d.href += '#') += *url.fragment;
-  if (url.kind != Scheme::file) d.origin = std::move(base);
+  // href, origin and host from one serialization into the href. The href
+  // leaves out any username and password: a decision is logged, and
+  // credentials are secrets.
+  std::string& href = d.href;
+  href.reserve(url.scheme.size() + 3 + url.host.domain.size() + 48 + url.path.size() +
+               (url.query ? url.query->size() + 1 : 0) + (url.fragment ? url.fragment->size() + 1 : 0));
+  (href += url.scheme) += "://"sv;
+  const std::size_t host_at = href.size();
+  url.host.append_to(href);
+  const std::size_t host_end = href.size();
+  if (url.port) {
+    char digits[8] = {':'};
+    href.append(digits, std::to_chars(digits + 1, digits + sizeof digits, *url.port).ptr);
+  }
+  const std::size_t origin_end = href.size();
+  href += url.path;
+  if (url.query) (href += '?') += *url.query;
+  if (url.fragment) (href += '#') += *url.fragment;
+  d.host.assign(href, host_at, host_end - host_at);
+  if (url.kind != Scheme::file) d.origin.assign(href, 0, origin_end);
 
   // Scheme and port (M4).
   if (url.kind != Scheme::https) {

@@ -36,17 +36,19 @@ constexpr ByteSet kSpecialQuerySet = make_set(" \"#<>'");
 constexpr ByteSet kPathSet = make_set(" \"#<>?`{}");
 constexpr ByteSet kUserinfoSet = make_set(" \"#<>?`{}/:;=@[\\]^|");
 
+// Appends runs of bytes outside the set whole; a URL rarely needs encoding.
 void append_encoded(std::string& out, std::string_view in, const ByteSet& set) {
   static constexpr char kHex[] = "0123456789ABCDEF";
-  for (char ch : in) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (set[c]) {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 0xf];
-    } else {
-      out += ch;
-    }
+  const char* p = in.data();
+  const char* const end = p + in.size();
+  while (p < end) {
+    const char* const run = p;
+    while (p < end && !set[static_cast<unsigned char>(*p)]) ++p;
+    out.append(run, static_cast<std::size_t>(p - run));
+    if (p == end) break;
+    const auto c = static_cast<unsigned char>(*p++);
+    const char escaped[3] = {'%', kHex[c >> 4], kHex[c & 0xf]};
+    out.append(escaped, 3);
   }
 }
 

@@ -3,8 +3,12 @@
 #include <algorithm>
 #include <cstdint>
 #include <exception>
+#include <list>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
@@ -29,19 +33,27 @@
 // instead. Only this file instantiates valijson's visitor.
 namespace taskyon::registry::valijson_re2 {
 
-// The patterns compiled during one validate_arguments call on this thread.
-thread_local std::unordered_map<std::string, Pattern>* t_patterns = nullptr;
+// The patterns compiled for the schema being validated on this thread: the
+// call's own, or a cached schema's (shared by threads, hence the lock).
+// Elements of an unordered_map keep their address when others are added.
+struct Patterns {
+  std::mutex lock;
+  std::unordered_map<std::string, Pattern> compiled;
+};
+thread_local Patterns* t_patterns = nullptr;
 
 // Throws (valijson's error channel; validate_arguments catches it) when a
 // stored schema has a pattern RE2 cannot match.
 inline const Pattern& pattern(const std::string& ecma) {
-  if (t_patterns) {
-    if (auto it = t_patterns->find(ecma); it != t_patterns->end()) return it->second;
-  }
-  auto compiled = Pattern::compile(ecma);
-  if (!compiled) throw std::runtime_error(compiled.error().message);
   if (!t_patterns) throw std::runtime_error("internal: pattern matched outside validate_arguments");
-  return t_patterns->emplace(ecma, std::move(*compiled)).first->second;
+  {
+    std::lock_guard held(t_patterns->lock);
+    if (auto it = t_patterns->compiled.find(ecma); it != t_patterns->compiled.end()) return it->second;
+  }
+  auto compiled = Pattern::compile(ecma);  // outside the lock: RE2 compiles in linear time, but not for free
+  if (!compiled) throw std::runtime_error(compiled.error().message);
+  std::lock_guard held(t_patterns->lock);
+  return t_patterns->compiled.emplace(ecma, std::move(*compiled)).first->second;
 }
 
 // valijson's date, time and date-time shapes (RFC 3339), fully matched.
@@ -246,56 +258,100 @@ Result<void> load(const json::Value& parameters, valijson::Schema& schema) {
   return {};
 }
 
-}  // namespace
-
-static Result<void> validate_bounded(const json::Value& parameters, const json::Value& arguments);
-
-Result<void> check_parameters_schema(const json::Value& parameters) {
-  if (!parameters.is_object())
-    return fail(Errc::invalid_manifest, "\"parameters\" must be a JSON Schema object", "/parameters");
-  auto type = parameters.find("type");
-  if (type == parameters.end() || *type != "object")
-    return fail(Errc::invalid_manifest,
-                "\"parameters\" must have \"type\": \"object\" (tools take an object of named arguments)",
-                "/parameters/type");
+// A parameters schema as valijson compiled it, with the patterns it has
+// matched so far. Widened (widen_huge_unsigned, widen_integer_multiple_of)
+// before compiling; widening is a no-op on a schema that needs none.
+struct Compiled {
+  json::Value parameters;  // as given: an entry serves only an equal schema
+  json::Value widened;     // what `schema` was built from, kept while it lives
+  std::size_t bytes = 0;   // the schema's JSON text: what the cache's byte bound counts
   valijson::Schema schema;
-  if (auto r = load(parameters, schema); !r) return r;
-  return check_schema_patterns(parameters, "/parameters");
+  valijson_re2::Patterns patterns;
+};
+
+Result<std::shared_ptr<Compiled>> compile(const json::Value& parameters) {
+  auto compiled = std::make_shared<Compiled>();
+  compiled->parameters = parameters;
+  compiled->bytes = parameters.dump().size();
+  compiled->widened = parameters;
+  widen_huge_unsigned(compiled->widened);
+  widen_integer_multiple_of(compiled->widened);
+  if (auto r = load(compiled->widened, compiled->schema); !r) return std::unexpected(r.error());
+  return compiled;
 }
 
-Result<void> validate_arguments(const json::Value& parameters, const json::Value& arguments) {
-  // Bounded before validation: valijson copies and walks the whole value.
-  // (A value RFC 8785 cannot represent is refused where the call is hashed.)
-  auto canonical = json::canonicalize(arguments);
-  if (canonical && canonical->size() > kMaxArgumentsBytes)
-    return fail(Errc::invalid_arguments,
-                fmt::format("the arguments are {} bytes of canonical JSON; the limit is {} bytes (docs/limits.md)",
-                            canonical->size(), kMaxArgumentsBytes),
-                "/");
-  return validate_bounded(parameters, arguments);
-}
-
-static Result<void> validate_bounded(const json::Value& parameters, const json::Value& arguments) {
-  if (has_huge_unsigned(parameters) || has_huge_unsigned(arguments) || has_integer_multiple_of(parameters)) {
-    json::Value p = parameters, a = arguments;
-    widen_huge_unsigned(p);
-    widen_huge_unsigned(a);
-    widen_integer_multiple_of(p);
-    return validate_bounded(p, a);
+// The process's compiled schemas by revision id, least recently used last.
+class Cache {
+ public:
+  std::shared_ptr<Compiled> find(std::string_view revision, const json::Value& parameters) {
+    std::lock_guard held(lock_);
+    auto it = index_.find(std::string(revision));
+    if (it == index_.end()) return nullptr;
+    // A revision id names its content, so the schema is equal; compared all
+    // the same (a small tree walk, far below a compile), so that a caller
+    // passing the wrong id gets a correct answer, not another tool's schema.
+    if (it->second->second->parameters != parameters) return nullptr;
+    order_.splice(order_.begin(), order_, it->second);
+    return it->second->second;
   }
-  valijson::Schema schema;
-  if (auto r = load(parameters, schema); !r) return r;
+  void put(std::string_view revision, std::shared_ptr<Compiled> compiled) {
+    if (compiled->bytes > kSchemaCacheBytes) return;  // compiled per call, as without a cache
+    std::lock_guard held(lock_);
+    std::string key(revision);
+    if (auto it = index_.find(key); it != index_.end()) {
+      bytes_ -= it->second->second->bytes;
+      order_.erase(it->second);
+      index_.erase(it);
+    }
+    bytes_ += compiled->bytes;
+    order_.emplace_front(key, std::move(compiled));
+    index_.emplace(std::move(key), order_.begin());
+    while (order_.size() > kSchemaCacheEntries || bytes_ > kSchemaCacheBytes) {
+      bytes_ -= order_.back().second->bytes;
+      index_.erase(order_.back().first);
+      order_.pop_back();
+    }
+  }
+  std::size_t size() {
+    std::lock_guard held(lock_);
+    return order_.size();
+  }
+  void clear() {
+    std::lock_guard held(lock_);
+    index_.clear();
+    order_.clear();
+    bytes_ = 0;
+  }
+
+ private:
+  using Entry = std::pair<std::string, std::shared_ptr<Compiled>>;
+  std::mutex lock_;
+  std::list<Entry> order_;
+  std::unordered_map<std::string, std::list<Entry>::iterator> index_;
+  std::size_t bytes_ = 0;
+};
+
+Cache& cache() {
+  static Cache* c = new Cache;  // never destroyed: no order-of-destruction hazard at exit
+  return *c;
+}
+
+Result<void> validate_compiled(Compiled& compiled, const json::Value& arguments) {
+  if (has_huge_unsigned(arguments)) {
+    json::Value a = arguments;
+    widen_huge_unsigned(a);
+    return validate_compiled(compiled, a);
+  }
   valijson::Validator validator;
   valijson::ValidationResults results;
   valijson::adapters::NlohmannJsonAdapter target(arguments);
-  std::unordered_map<std::string, Pattern> patterns;
   struct Scope {
-    explicit Scope(std::unordered_map<std::string, Pattern>* p) : saved(valijson_re2::t_patterns) { valijson_re2::t_patterns = p; }
+    explicit Scope(valijson_re2::Patterns* p) : saved(valijson_re2::t_patterns) { valijson_re2::t_patterns = p; }
     ~Scope() { valijson_re2::t_patterns = saved; }
-    std::unordered_map<std::string, Pattern>* saved;
-  } scope(&patterns);
+    valijson_re2::Patterns* saved;
+  } scope(&compiled.patterns);
   try {
-    if (validator.validate(schema, target, &results)) return {};
+    if (validator.validate(compiled.schema, target, &results)) return {};
   } catch (const std::exception& e) {
     return fail(Errc::invalid_arguments, fmt::format("arguments could not be validated: {}", e.what()), "/");
   }
@@ -318,5 +374,54 @@ static Result<void> validate_bounded(const json::Value& parameters, const json::
   if (first.empty()) first = "/";
   return fail(Errc::invalid_arguments, message, first);
 }
+
+// Bounded before validation: valijson copies and walks the whole value.
+// (A value RFC 8785 cannot represent is refused where the call is hashed.)
+Result<void> check_size(const json::Value& arguments) {
+  auto canonical = json::canonicalize(arguments);
+  if (canonical && canonical->size() > kMaxArgumentsBytes)
+    return fail(Errc::invalid_arguments,
+                fmt::format("the arguments are {} bytes of canonical JSON; the limit is {} bytes (docs/limits.md)",
+                            canonical->size(), kMaxArgumentsBytes),
+                "/");
+  return {};
+}
+
+}  // namespace
+
+Result<void> check_parameters_schema(const json::Value& parameters) {
+  if (!parameters.is_object())
+    return fail(Errc::invalid_manifest, "\"parameters\" must be a JSON Schema object", "/parameters");
+  auto type = parameters.find("type");
+  if (type == parameters.end() || *type != "object")
+    return fail(Errc::invalid_manifest,
+                "\"parameters\" must have \"type\": \"object\" (tools take an object of named arguments)",
+                "/parameters/type");
+  valijson::Schema schema;
+  if (auto r = load(parameters, schema); !r) return r;
+  return check_schema_patterns(parameters, "/parameters");
+}
+
+Result<void> validate_arguments(const json::Value& parameters, const json::Value& arguments) {
+  if (auto r = check_size(arguments); !r) return r;
+  auto compiled = compile(parameters);
+  if (!compiled) return std::unexpected(compiled.error());
+  return validate_compiled(**compiled, arguments);
+}
+
+Result<void> validate_arguments(const json::Value& parameters, const json::Value& arguments, std::string_view revision) {
+  if (auto r = check_size(arguments); !r) return r;
+  std::shared_ptr<Compiled> compiled = cache().find(revision, parameters);
+  if (!compiled) {
+    auto fresh = compile(parameters);
+    if (!fresh) return std::unexpected(fresh.error());  // a schema valijson refuses is never cached
+    compiled = std::move(*fresh);
+    cache().put(revision, compiled);
+  }
+  return validate_compiled(*compiled, arguments);
+}
+
+std::size_t schema_cache_size() { return cache().size(); }
+void clear_schema_cache() { cache().clear(); }
 
 }  // namespace taskyon::registry

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string_view>
 
 #include "taskyon/base/error.h"
 #include "taskyon/json/json.h"
@@ -25,5 +26,22 @@ inline constexpr std::size_t kMaxArgumentsBytes = 4u << 20;
 // message lists each broken rule with the argument's JSON pointer
 // (e.g. "/num1: value type is not allowed"), `where` the first pointer.
 Result<void> validate_arguments(const json::Value& parameters, const json::Value& arguments);
+
+// The same, with the compiled schema kept per process under `revision`, the
+// content-addressed id of the manifest holding `parameters` (issue 19): the
+// first call compiles, later calls only validate. An entry serves only a call
+// whose `parameters` equal the ones it was compiled from (compared, so a wrong
+// id never borrows another schema). A schema valijson refuses is not kept.
+// At most kSchemaCacheEntries schemas, of at most kSchemaCacheBytes of JSON
+// text together, are kept; the least recently used is dropped first, and a
+// larger schema is compiled per call. Thread-safe.
+Result<void> validate_arguments(const json::Value& parameters, const json::Value& arguments,
+                                std::string_view revision);
+inline constexpr std::size_t kSchemaCacheEntries = 256;
+inline constexpr std::size_t kSchemaCacheBytes = 8u << 20;  // 8 MiB: 32 schemas at the 256 KiB `parameters` limit
+
+// The number of compiled schemas kept, and dropping them all (tests, bench).
+std::size_t schema_cache_size();
+void clear_schema_cache();
 
 }  // namespace taskyon::registry

@@ -85,7 +85,7 @@ Result<Compiled> compile(const Draft& draft, const Scope& scope) {
   }
   if (tool) {
     if (auto valid = registry::validate_arguments(tool->tool.manifest.parameters,
-                                                  task.content["functionCall"]["arguments"]);
+                                                  task.content["functionCall"]["arguments"], tool->tool.revision);
         !valid)
       return std::unexpected(valid.error());
   }
