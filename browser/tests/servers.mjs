@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url';
 import crypto from 'node:crypto';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');  // browser/
+const pyodideDir = path.resolve(root, '..', 'node_modules', 'pyodide');
 
 const TYPES = { '.html': 'text/html; charset=utf-8', '.js': 'text/javascript; charset=utf-8', '.mjs': 'text/javascript; charset=utf-8',
   '.wasm': 'application/wasm', '.json': 'application/json' };
@@ -21,8 +22,10 @@ export function listen(server) {
 export function startHostServer() {
   const server = http.createServer((req, res) => {
     const url = new URL(req.url, 'http://x');
-    const file = path.resolve(root, '.' + decodeURIComponent(url.pathname));
-    if (!file.startsWith(root + path.sep) || !fs.existsSync(file) || !fs.statSync(file).isFile()) {
+    // Pyodide's core files (browser Python, B6) from the npm package: /node_modules/pyodide/<file>.
+    const py = /^\/node_modules\/pyodide\/([A-Za-z0-9_.-]+)$/.exec(url.pathname);
+    const file = py ? path.join(pyodideDir, py[1]) : path.resolve(root, '.' + decodeURIComponent(url.pathname));
+    if ((!py && !file.startsWith(root + path.sep)) || !fs.existsSync(file) || !fs.statSync(file).isFile()) {
       res.writeHead(404).end('not found');
       return;
     }
