@@ -22,6 +22,7 @@ import { loadPyodideFiles, pythonAssets } from './python.js';
 
 export { refuseAll } from './policy.js';
 export { sandboxCsp } from './sandbox.js';
+export { forgetPyodideFiles, loadPyodideFiles, PYODIDE_CACHE } from './python.js';
 
 /** Every open SandboxHost of this page: recycling the renderer needs them all. */
 const openHosts = new Set();

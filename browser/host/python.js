@@ -25,16 +25,41 @@ export class AssetError extends Error {
 // Verified bytes of this page, by SHA-256 id: shared by every SandboxHost.
 const verified = new Map();  // sha256 hex -> ArrayBuffer
 
+/** The host origin's Cache API store of verified files, keyed by id (a later page does not download again). */
+export const PYODIDE_CACHE = 'taskyon-pyodide-v1';
+const cacheKey = (sha256) => `https://taskyon.invalid/pyodide/sha256/${sha256}`;
+
 const hex = (buf) => Array.from(new Uint8Array(buf), (b) => b.toString(16).padStart(2, '0')).join('');
+const matches = async (bytes, want) => bytes.byteLength === want.size && hex(await crypto.subtle.digest('SHA-256', bytes)) === want.sha256;
+
+// The Cache API exists in secure contexts only; without it (or on any error) the network is used.
+async function fromCache(want) {
+  try {
+    if (!globalThis.caches) return null;
+    const r = await (await caches.open(PYODIDE_CACHE)).match(cacheKey(want.sha256));
+    if (!r) return null;
+    const bytes = await r.arrayBuffer();
+    if (await matches(bytes, want)) return bytes;  // checked again: the cache is storage, not a proof
+    await (await caches.open(PYODIDE_CACHE)).delete(cacheKey(want.sha256));
+  } catch { /* no cache: fetch */ }
+  return null;
+}
+
+async function toCache(want, bytes) {
+  try {
+    if (globalThis.caches) await (await caches.open(PYODIDE_CACHE)).put(cacheKey(want.sha256), new Response(bytes.slice(0)));
+  } catch { /* quota or no cache: memory only */ }
+}
 
 /**
- * Fetches and verifies one core file (or takes it from memory, by its id).
+ * One core file, verified: from memory, else the cache, else fetched; by its id.
  * @param {URL} base @param {string} name @param {{sha256: string, size: number}} want
+ * @param {boolean} useCache
  * @returns {Promise<ArrayBuffer>}
  */
-async function verifiedFile(base, name, want) {
-  const have = verified.get(want.sha256);
-  if (have) return have;
+async function verifiedFile(base, name, want, useCache) {
+  const have = verified.get(want.sha256) || (useCache ? await fromCache(want) : null);
+  if (have) { verified.set(want.sha256, have); return have; }
   let bytes;
   try {
     const r = await fetch(new URL(name, base), { credentials: 'omit', cache: 'no-store' });
@@ -43,27 +68,32 @@ async function verifiedFile(base, name, want) {
   } catch (e) {
     throw new AssetError('asset_unavailable', `Pyodide core file ${name} could not be fetched: ${e && e.message}`);
   }
-  const got = hex(await crypto.subtle.digest('SHA-256', bytes));
-  if (got !== want.sha256 || bytes.byteLength !== want.size) {
+  if (!(await matches(bytes, want))) {
+    const got = hex(await crypto.subtle.digest('SHA-256', bytes));
     throw new AssetError('asset_integrity', `Pyodide core file ${name} does not match its id: sha256 ${got} (${bytes.byteLength} bytes), expected ${want.sha256} (${want.size} bytes); the Python sandbox does not start`);
   }
   verified.set(want.sha256, bytes);
+  if (useCache) await toCache(want, bytes);
   return bytes;
 }
 
 /**
  * The verified core files; every file must match or nothing is returned.
  * @param {URL} base the folder the files are served from
+ * @param {{cache?: boolean}} [o] cache: use the Cache API store (default true)
  * @returns {Promise<Record<string, ArrayBuffer>>}
  */
-export async function loadPyodideFiles(base) {
+export async function loadPyodideFiles(base, o = {}) {
   const entries = Object.entries(PYODIDE_MANIFEST.files);
-  const bytes = await Promise.all(entries.map(([name, want]) => verifiedFile(base, name, want)));
+  const bytes = await Promise.all(entries.map(([name, want]) => verifiedFile(base, name, want, o.cache !== false)));
   return Object.fromEntries(entries.map(([name], i) => [name, bytes[i]]));
 }
 
-/** Forgets the verified bytes of this page (the benchmark's cold start). */
-export function forgetPyodideFiles() { verified.clear(); }
+/** Forgets the verified bytes of this page and, with `cache`, the Cache API store (the benchmark's cold start). */
+export async function forgetPyodideFiles({ cache = false } = {}) {
+  verified.clear();
+  if (cache && globalThis.caches) await caches.delete(PYODIDE_CACHE);
+}
 
 /**
  * The assets of a Python sandbox, from the JS sandbox's (same supervisor and hash).

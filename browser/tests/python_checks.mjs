@@ -139,6 +139,7 @@ export function pythonChecks(t) {
         await page.goto(hostUrl);
         await page.waitForFunction(() => window.taskyonReady === true);
         const r = await page.evaluate(async () => {
+          await window.taskyon.forgetPyodideFiles({ cache: true });  // the good files of the last round must not be taken from the cache
           window.h = new window.taskyon.SandboxHost();
           const r = await window.h.call({ tool: 'py', revision: 'r1', runtime: 'python', code: '42' });
           return { r, log: window.h.log, iframes: document.querySelectorAll('iframe').length };
@@ -149,6 +150,27 @@ export function pythonChecks(t) {
       }
       await page.unrouteAll();
       return `each of ${seen.join(', ')} with one bit flipped: asset_integrity naming the file, no sandbox created`;
+    }],
+
+    ['B6', 'cached_bytes_are_checked_again', 'a Cache API entry that does not match its id is not used: the file is fetched again, and refused when that copy is changed too', async ({ page }) => {
+      const r = await page.evaluate(async () => {
+        const t = window.taskyon, base = new URL('/node_modules/pyodide/', location.href);
+        await t.forgetPyodideFiles({ cache: true });
+        await t.loadPyodideFiles(base);  // verified and cached
+        await t.forgetPyodideFiles();    // memory only
+        const c = await caches.open(t.PYODIDE_CACHE);
+        let swapped = 0;
+        for (const req of await c.keys()) {  // every cached file replaced by other bytes under its id
+          await c.put(req, new Response(new Uint8Array([1, 2, 3])));
+          swapped++;
+        }
+        const before = performance.getEntriesByType('resource').filter((e) => e.name.includes('/node_modules/pyodide/')).length;
+        await t.loadPyodideFiles(base);
+        const after = performance.getEntriesByType('resource').filter((e) => e.name.includes('/node_modules/pyodide/')).length;
+        return { swapped, refetched: after - before };
+      });
+      expect(r.swapped === 5 && r.refetched === 5, 'the swapped cache entries were used: ' + JSON.stringify(r));
+      return `5 cache entries swapped for other bytes: all 5 refused on reading and fetched (and verified) again`;
     }],
 
     ['B6', 'js_bridge_escapes_blocked', 'from Python: run_js, js.eval, Function via fetch/Response/console constructors, pyodide internals, host globals, XHR, WebSocket, workers, urllib, socket are blocked; js.fetch and pyfetch reach only the host policy; the canary sees 0 requests', async ({ page, canary }) => {
@@ -210,6 +232,18 @@ out = seen`;
       const log = await phLog(page);
       expect(t.destroyed(log, d.sandbox)?.reason === 'disposable', 'the disposable sandbox was not destroyed');
       return 'alice\'s 2nd call saw her sys/builtins/file, bob\'s 1st saw none (own sandbox), bob\'s 2nd only his; disposable: fresh runtime, destroyed';
+    }, 'python'],
+
+    ['B6', 'python_csp_removal_is_detected', 'the same bridge probes in a Python sandbox without its CSP (test mode) run eval and reach the canary: the escape check can fail', async ({ page, canary }) => {
+      await page.evaluate(() => { if (!window.ph2) window.ph2 = new window.taskyon.SandboxHost({ testing: { stripCsp: true } }); });
+      canaryLog.length = 0;
+      const r = await page.evaluate((c) => window.ph2.call({ tool: 'py', revision: 'r-runner', runtime: 'python', timeoutMs: 20000, code: c.code, args: c.args }),
+        { code: RUNNER, args: { src: ESCAPES, args: { canary } } });
+      expect(r.ok, 'the probe failed: ' + JSON.stringify(r.error));
+      await sleep(300);
+      const ran = Object.entries(r.value).filter(([, v]) => v.startsWith('completed') && v !== 'completed: absent').map(([k]) => k);
+      expect(r.value.run_js.startsWith('completed') && canaryLog.length > 0, 'without the CSP eval or the network was still blocked: the check proves nothing: ' + JSON.stringify(r.value));
+      return `without the CSP: ${ran.length} probes completed (${ran.slice(0, 8).join(', ')}, …), the canary saw ${canaryLog.length} request(s)`;
     }, 'python'],
 
     // Last of the group: its destruction recycles the renderer (B4), ending the group's retained runtimes.
