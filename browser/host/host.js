@@ -37,7 +37,8 @@ export class SandboxHost {
    * @param {(request: object) => Promise<object>} [o.decide] the fetch policy (policy.js); default refuses all
    * @param {URL|string} [o.assetsBase] folder of bootstrap.js and harness.js
    * @param {object} [o.fetchOptions] direct-mode fetch limits (fetch.js)
-   * @param {{stripCsp?: boolean, cspLayers?: string, keepIframeOnDestroy?: boolean, omitAddressSpace?: boolean, noRecycle?: boolean}} [o.testing]
+   * @param {{stripCsp?: boolean, cspLayers?: string, keepIframeOnDestroy?: boolean, omitAddressSpace?: boolean, noRecycle?: boolean,
+   *          pythonNoWasmEval?: boolean, pythonStartTimeoutMs?: number}} [o.testing]
    *        negative controls for the checks (sandbox.js); never in a product page
    * @param {Element} [o.container] where sandbox iframes go (document.body)
    * @param {URL|string} [o.pyodideBase] folder of Pyodide's core files (python.js checks each by its id)
@@ -46,7 +47,8 @@ export class SandboxHost {
     this._decide = o.decide || refuseAll;
     this._assetsBase = new URL(o.assetsBase || '../sandbox/', import.meta.url);
     this._fetchOptions = o.fetchOptions || {};
-    /** @type {{stripCsp?: boolean, cspLayers?: string, keepIframeOnDestroy?: boolean, omitAddressSpace?: boolean, noRecycle?: boolean}} */
+    /** @type {{stripCsp?: boolean, cspLayers?: string, keepIframeOnDestroy?: boolean, omitAddressSpace?: boolean, noRecycle?: boolean,
+     *          pythonNoWasmEval?: boolean, pythonStartTimeoutMs?: number}} */
     this._testing = Object.freeze({ ...(o.testing || {}) });
     this._container = o.container || document.body;
     this._assets = null;
@@ -82,7 +84,7 @@ export class SandboxHost {
       this._pythonAssets = (async () => {
         const js = await this.assets();
         const harness = await (await fetch(new URL('python_harness.js', this._assetsBase), { cache: 'no-store' })).text();
-        return pythonAssets(js, harness, await loadPyodideFiles(this._pyodideBase));
+        return pythonAssets(js, harness, await loadPyodideFiles(this._pyodideBase), this._testing);
       })();
       this._pythonAssets.catch(() => { this._pythonAssets = null; });  // a refused file is retried next time, never half-used
     }

@@ -12,9 +12,10 @@ import { PYODIDE_MANIFEST } from './pyodide-manifest.js';
 /** Milliseconds a Python sandbox has to boot (Pyodide takes ~5-6 s on an idle 2-core machine, 30 s and more when it is loaded). */
 export const PYTHON_START_TIMEOUT_MS = 60000;
 
-/** The Python sandbox CSP: the JS sandbox's, plus 'wasm-unsafe-eval' and data: module workers. Still no connect-src, no eval. */
-export function pythonCsp(bootstrapHash) {
-  return `default-src 'none'; script-src '${bootstrapHash}' blob: 'wasm-unsafe-eval'; worker-src blob: data:; connect-src 'none'; base-uri 'none'; form-action 'none'`;
+/** The Python sandbox CSP: the JS sandbox's, plus 'wasm-unsafe-eval' and data: module workers. Still no connect-src, no eval.
+ * @param {string} bootstrapHash @param {boolean} [noWasmEval] test mode only: without 'wasm-unsafe-eval' (the boot never settles) */
+export function pythonCsp(bootstrapHash, noWasmEval = false) {
+  return `default-src 'none'; script-src '${bootstrapHash}' blob:${noWasmEval ? '' : " 'wasm-unsafe-eval'"}; worker-src blob: data:; connect-src 'none'; base-uri 'none'; form-action 'none'`;
 }
 
 /** An asset refused by its id: `code` 'asset_integrity', the message names the file. */
@@ -100,14 +101,15 @@ export async function forgetPyodideFiles({ cache = false } = {}) {
  * @param {{bootstrap: string, harness: string, hash: string, csp: string}} js
  * @param {string} pythonHarness python_harness.js
  * @param {Record<string, ArrayBuffer>} files the verified core files
+ * @param {{pythonNoWasmEval?: boolean, pythonStartTimeoutMs?: number}} [testing] negative controls of the checks, never in a product page
  */
-export function pythonAssets(js, pythonHarness, files) {
+export function pythonAssets(js, pythonHarness, files, testing = {}) {
   return Object.freeze({
     ...js,
     harness: js.harness + '\n' + pythonHarness,
-    csp: pythonCsp(js.hash),
+    csp: pythonCsp(js.hash, Boolean(testing.pythonNoWasmEval)),
     kind: 'module',
-    startTimeoutMs: PYTHON_START_TIMEOUT_MS,
+    startTimeoutMs: testing.pythonStartTimeoutMs || PYTHON_START_TIMEOUT_MS,
     // Each sandbox gets its own copies (they are transferred, so detached in the host).
     files: () => Object.fromEntries(Object.entries(files).map(([n, b]) => [n, b.slice(0)])),
     // The Python code travels as a JSON string literal: it is data to the harness, never JS.

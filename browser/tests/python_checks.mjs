@@ -152,6 +152,19 @@ export function pythonChecks(t) {
       return `each of ${seen.join(', ')} with one bit flipped: asset_integrity naming the file, no sandbox created`;
     }],
 
+    ['B6', 'boot_that_never_settles_times_out', 'a Python sandbox whose boot never settles (test mode: no \'wasm-unsafe-eval\') is destroyed at its start timeout (start_failed) and the call refused', async ({ page }) => {
+      const r = await page.evaluate(async () => {
+        const h = new window.taskyon.SandboxHost({ testing: { pythonNoWasmEval: true, pythonStartTimeoutMs: 4000 } });
+        const r = await h.call({ tool: 'py', revision: 'r1', runtime: 'python', code: '42' });
+        const log = h.log;
+        h.close();
+        return { r, log };
+      });
+      const d = r.log.find((e) => e.event === 'destroyed');
+      expect(!r.r.ok && r.r.error.code === 'start_failed' && d?.reason === 'start_failed', 'got ' + JSON.stringify(r));
+      return `no 'wasm-unsafe-eval': destroyed after the 4 s start timeout (${d.detail}), the call refused start_failed`;
+    }],
+
     ['B6', 'cached_bytes_are_checked_again', 'a Cache API entry that does not match its id is not used: the file is fetched again, and refused when that copy is changed too', async ({ page }) => {
       const r = await page.evaluate(async () => {
         const t = window.taskyon, base = new URL('/node_modules/pyodide/', location.href);
