@@ -20,6 +20,10 @@ export const MANIFEST_PATH = path.join(root, 'browser', 'host', 'pyodide-manifes
 export const CORE_FILES = ['pyodide.mjs', 'pyodide.asm.mjs', 'pyodide.asm.wasm', 'python_stdlib.zip', 'pyodide-lock.json'];
 
 export function manifestText() {
+  if (!fs.existsSync(path.join(PYODIDE_DIR, 'package.json'))) {
+    console.error(`${PYODIDE_DIR} is missing: npm ci (package.json pins pyodide)`);
+    process.exit(2);
+  }
   const version = JSON.parse(fs.readFileSync(path.join(PYODIDE_DIR, 'package.json'), 'utf8')).version;
   const files = {};
   for (const name of CORE_FILES) {
