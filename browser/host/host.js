@@ -19,9 +19,11 @@
 import { Sandbox, loadAssets } from './sandbox.js';
 import { refuseAll } from './policy.js';
 import { egressOptions } from './egress.js';
+import { loadPyodideFiles, pythonAssets } from './python.js';
 
 export { refuseAll } from './policy.js';
 export { sandboxCsp } from './sandbox.js';
+export { forgetPyodideFiles, loadPyodideFiles, PYODIDE_CACHE } from './python.js';
 
 /** Every open SandboxHost of this page: recycling the renderer needs them all. */
 const openHosts = new Set();
@@ -38,9 +40,11 @@ export class SandboxHost {
    * @param {object} [o.fetchOptions] direct-mode fetch limits (fetch.js)
    * @param {{endpoint: string, token: string}} [o.egress] strict mode (B8, egress.js): every mediated
    *        request goes to tycli serve's /v1/fetch, `decide` is never consulted
-   * @param {{stripCsp?: boolean, cspLayers?: string, keepIframeOnDestroy?: boolean, omitAddressSpace?: boolean, noRecycle?: boolean}} [o.testing]
+   * @param {{stripCsp?: boolean, cspLayers?: string, keepIframeOnDestroy?: boolean, omitAddressSpace?: boolean, noRecycle?: boolean,
+   *          pythonNoWasmEval?: boolean, pythonStartTimeoutMs?: number}} [o.testing]
    *        negative controls for the checks (sandbox.js); never in a product page
    * @param {Element} [o.container] where sandbox iframes go (document.body)
+   * @param {URL|string} [o.pyodideBase] folder of Pyodide's core files (python.js checks each by its id)
    */
   constructor(o = {}) {
     this._decide = o.decide || refuseAll;
@@ -49,10 +53,13 @@ export class SandboxHost {
     this._egress = o.egress ? egressOptions(o.egress) : null;
     /** 'strict' (the server decides every request) or 'direct' (decide + the page's fetch) */
     this.mode = this._egress ? 'strict' : 'direct';
-    /** @type {{stripCsp?: boolean, cspLayers?: string, keepIframeOnDestroy?: boolean, omitAddressSpace?: boolean, noRecycle?: boolean}} */
+    /** @type {{stripCsp?: boolean, cspLayers?: string, keepIframeOnDestroy?: boolean, omitAddressSpace?: boolean, noRecycle?: boolean,
+     *          pythonNoWasmEval?: boolean, pythonStartTimeoutMs?: number}} */
     this._testing = Object.freeze({ ...(o.testing || {}) });
     this._container = o.container || document.body;
     this._assets = null;
+    this._pythonAssets = null;
+    this._pyodideBase = new URL(o.pyodideBase || '../../node_modules/pyodide/', import.meta.url);
     this._retained = new Map();  // key -> Sandbox
     this._queues = new Map();    // key -> tail promise
     this._active = new Map();    // tool -> revision
@@ -77,9 +84,22 @@ export class SandboxHost {
     return this._assets;
   }
 
-  async _create(tool, revision, session, code) {
+  // The Python sandbox's assets (python.js): the core files verified by id first (B6).
+  async pythonAssets() {
+    if (!this._pythonAssets) {
+      this._pythonAssets = (async () => {
+        const js = await this.assets();
+        const harness = await (await fetch(new URL('python_harness.js', this._assetsBase), { cache: 'no-store' })).text();
+        return pythonAssets(js, harness, await loadPyodideFiles(this._pyodideBase), this._testing);
+      })();
+      this._pythonAssets.catch(() => { this._pythonAssets = null; });  // a refused file is retried next time, never half-used
+    }
+    return this._pythonAssets;
+  }
+
+  async _create(tool, revision, session, code, runtime = 'js') {
     const sb = new Sandbox({
-      assets: await this.assets(), code, tool, revision, session, decide: this._decide,
+      assets: runtime === 'python' ? await this.pythonAssets() : await this.assets(), code, tool, revision, session, decide: this._decide,
       fetchOptions: this._fetchOptions, egress: this._egress, container: this._container, testing: this._testing,
       onDestroy: (s, reason, detail, wasRunning) => {
         this._live.delete(s);
@@ -98,7 +118,8 @@ export class SandboxHost {
   /**
    * Runs one call of a tool revision.
    * @param {{tool: string, revision: string, session?: string, code: string, args?: unknown,
-   *          timeoutMs?: number, disposable?: boolean, signal?: AbortSignal}} c
+   *          timeoutMs?: number, disposable?: boolean, signal?: AbortSignal, runtime?: 'js'|'python'}} c
+   *   runtime 'python': code is Python source run by Pyodide (python.js, docs/browser.md "Browser Python")
    * @returns {Promise<{ok: boolean, value?: unknown, error?: {code: string, message: string}, logs: object[], sandbox?: number}>}
    *   error.code is the destruction reason when the sandbox was destroyed, the thrown
    *   error's code (or "tool_error") when the tool threw and the sandbox was kept.
@@ -118,10 +139,13 @@ export class SandboxHost {
     } catch (e) {
       return { ok: false, error: { code: 'bad_request', message: 'the arguments must be JSON of at most 1 MiB: ' + (e && e.message) }, logs: [] };
     }
+    if (c.runtime !== undefined && c.runtime !== 'js' && c.runtime !== 'python') {
+      return { ok: false, error: { code: 'bad_request', message: 'runtime must be "js" or "python"' }, logs: [] };
+    }
     c = { ...c, args };
     if (c.disposable) {
       let sb;
-      try { sb = await this._create(c.tool, c.revision, session, c.code); } catch (e) { return startFailure(e); }
+      try { sb = await this._create(c.tool, c.revision, session, c.code, c.runtime); } catch (e) { return startFailure(e); }
       const r = await runOn(sb, c, timeoutMs);
       sb.destroy('disposable', 'a disposable call ended');
       return r;
@@ -132,7 +156,7 @@ export class SandboxHost {
       if (c.signal && c.signal.aborted) return { ok: false, error: { code: 'cancelled', message: 'aborted before it ran' }, logs: [] };
       let sb = this._retained.get(key);
       if (!sb || sb.state === 'destroyed') {
-        try { sb = await this._create(c.tool, c.revision, session, c.code); } catch (e) { return startFailure(e); }
+        try { sb = await this._create(c.tool, c.revision, session, c.code, c.runtime); } catch (e) { return startFailure(e); }
         this._retained.set(key, sb);
       }
       return runOn(sb, c, timeoutMs);

@@ -48,7 +48,8 @@ let nextSandboxId = 1;
 export class Sandbox {
   /**
    * @param {object} o
-   * @param {{bootstrap: string, harness: string, hash: string, csp: string}} o.assets
+   * @param {{bootstrap: string, harness: string, hash: string, csp: string, kind?: string, startTimeoutMs?: number,
+   *          files?: () => Record<string, ArrayBuffer>, wrap?: (code: string) => string}} o.assets  kind 'module': python.js
    * @param {string} o.code       the tool's function expression
    * @param {string} o.tool @param {string} o.revision @param {string} o.session
    * @param {(request: object) => Promise<object>} o.decide  the fetch policy seam (policy.js)
@@ -85,8 +86,9 @@ export class Sandbox {
    * @returns {Promise<void>} */
   start() {
     return new Promise((/** @type {(v?: void) => void} */ resolve, reject) => {
-      this._startWaiter = { resolve, reject, timer: setTimeout(() => this.destroy('start_failed', 'not ready within ' + START_TIMEOUT_MS + ' ms'), START_TIMEOUT_MS) };
       const { assets } = this._o;
+      const startMs = assets.startTimeoutMs || START_TIMEOUT_MS;  // a Python sandbox boots Pyodide (python.js)
+      this._startWaiter = { resolve, reject, timer: setTimeout(() => this.destroy('start_failed', 'not ready within ' + startMs + ' ms'), startMs) };
       const iframe = document.createElement('iframe');
       iframe.setAttribute('sandbox', 'allow-scripts');  // opaque origin: never allow-same-origin or allow-popups*
       iframe.setAttribute('referrerpolicy', 'no-referrer');
@@ -111,11 +113,18 @@ export class Sandbox {
     this.port = channel.port1;
     this.port.onmessage = (e) => this._onMessage(e);
     this.port.onmessageerror = () => this.destroy('protocol_error', 'a message could not be deserialized');
-    const prefix = this._o.assets.harness + '\n__taskyonStart((\n';
+    const { assets } = this._o;
+    // An opaque origin cannot be named as a target: '*' it is, and the port is what binds.
+    if (assets.kind === 'module') {  // Python (python.js): the code is a string literal, the core files go along
+      const files = assets.files();
+      this.iframe.contentWindow.postMessage({ t: 'bind', kind: 'module', source: assets.harness + '\n' + assets.wrap(this._o.code), files },
+        '*', [channel.port2, ...Object.values(files)]);
+      return;
+    }
+    const prefix = assets.harness + '\n__taskyonStart((\n';
     this._codeLine = prefix.split('\n').length - 1;  // lines before the tool code's first
     const source = prefix + this._o.code + '\n));\n';
-    // An opaque origin cannot be named as a target: '*' it is, and the port is what binds.
-    this.iframe.contentWindow.postMessage({ t: 'bind', source }, '*', [channel.port2]);
+    this.iframe.contentWindow.postMessage({ t: 'bind', kind: 'classic', source }, '*', [channel.port2]);
   }
 
   /** A message from the sandbox's iframe window (not the port): always a violation (B3). */

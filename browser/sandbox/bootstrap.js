@@ -10,6 +10,9 @@
 //      which destroys the sandbox (B3);
 //   2. starts the classic Blob worker from the source the host sends in that
 //      bind message (harness + tool code, built by the host: no eval here);
+//      for a Python sandbox (`kind: 'module'`) a module worker from a data:
+//      URL (Pyodide refuses classic workers, Chromium module Blob workers in
+//      an opaque origin), handed the host-verified `files` as `{t: 'boot'}`;
 //   3. relays: host -> worker for calls and replies, worker -> host for
 //      everything, ports included, so the host sees (and refuses) any message
 //      or port the tool code makes up. It decides nothing else: every message
@@ -50,7 +53,8 @@
     }
     const d = event.data;
     if (event.source !== parentWindow || d === null || typeof d !== 'object' || d.t !== 'bind' ||
-        typeof d.source !== 'string' || !event.ports || event.ports.length !== 1) {
+        typeof d.source !== 'string' || !event.ports || event.ports.length !== 1 ||
+        (d.kind !== 'classic' && d.kind !== 'module')) {
       return;  // not the host's handshake; nothing is bound yet
     }
     port = event.ports[0];
@@ -58,8 +62,15 @@
     port.onmessageerror = () => report('messageerror', 'host message could not be deserialized');
     let url = null;
     try {
-      url = URL.createObjectURL(new Blob([d.source], { type: 'text/javascript' }));
-      worker = new Worker(url);  // classic: module Blob workers are refused in an opaque origin
+      if (d.kind === 'module') {
+        worker = new Worker('data:text/javascript;charset=utf-8,' + encodeURIComponent(d.source), { type: 'module' });
+        const files = d.files !== null && typeof d.files === 'object' ? d.files : {};
+        const buffers = Object.values(files).filter((b) => b instanceof ArrayBuffer);
+        worker.postMessage({ t: 'boot', files }, buffers);
+      } else {
+        url = URL.createObjectURL(new Blob([d.source], { type: 'text/javascript' }));
+        worker = new Worker(url);  // classic: module Blob workers are refused in an opaque origin
+      }
     } catch (e) {
       report('worker_failed', e && e.message);
       return;

@@ -19,6 +19,8 @@ import http from 'node:http';
 import fs from 'node:fs';
 import { listen, startHostServer } from './servers.mjs';
 import { startStrict, STRICT_CODE } from './strict.mjs';
+import { pythonChecks } from './python_checks.mjs';
+import { execFileSync } from 'node:child_process';
 
 const CHROMIUM = process.env.TASKYON_CHROMIUM || '/usr/bin/chromium';
 
@@ -863,6 +865,9 @@ const checks = [
   }],
 ];
 
+// Browser Python (B6, B7): python_checks.mjs; a fifth element names a group that shares one page.
+checks.push(...pythonChecks({ expect, hostLog, destroyed, canaryLog, sleep, rendererCpu, cpuDelta }));
+
 // ---------------------------------------------------------------- main
 
 const selected = checks.filter(([id, name]) => {
@@ -898,16 +903,27 @@ const cdp = await browser.newBrowserCDPSession();
 const results = [];
 let failed = 0;
 const t0 = Date.now();
-for (const [id, name, desc, fn] of selected) {
+// The build step of B6: Pyodide's core-file ids, from the npm package (a changed package changes the committed file).
+try {
+  execFileSync(process.execPath, [new URL('../../scripts/pyodide-manifest.mjs', import.meta.url).pathname], { stdio: ['ignore', 'ignore', 'pipe'] });
+} catch (e) {  // no node_modules/pyodide: the committed manifest stays, and the Python checks fail on the missing files
+  console.error('browser checks: the Pyodide manifest was not rewritten: ' + String(e.stderr || e.message).trim());
+}
+const groups = new Map();  // group -> {context, page}: checks of one group share a page (a booted Pyodide)
+for (const [id, name, desc, fn, group] of selected) {
   const full = `tool_security_contracts.${id}.${name}`;
-  const context = await browser.newContext();
-  const page = await context.newPage();
+  const shared = group ? groups.get(group) : undefined;
+  const context = shared ? shared.context : await browser.newContext();
+  const page = shared ? shared.page : await context.newPage();
   const started = Date.now();
   let outcome, reason;
   try {
     const hostUrl = `http://127.0.0.1:${hostPort}/tests/page.html`;
-    await page.goto(hostUrl);
-    await page.waitForFunction(() => window.taskyonReady === true);
+    if (!shared) {
+      await page.goto(hostUrl);
+      await page.waitForFunction(() => window.taskyonReady === true);
+    }
+    if (group && !shared) groups.set(group, { context, page });
     reason = await fn({ page, cdp, hostUrl, canary: `http://127.0.0.1:${canaryPort}` });
     outcome = 'PASS';
   } catch (e) {
@@ -915,11 +931,12 @@ for (const [id, name, desc, fn] of selected) {
     reason = String(e && e.message || e).split('\n')[0];
     if (outcome === 'FAIL') failed++;
   }
-  await context.close();
+  if (!group) await context.close();
   const ms = Date.now() - started;
   results.push({ name: full, contract: id, description: desc, outcome, reason, ms });
   if (!json) console.log(`${outcome} ${full} (${ms} ms): ${reason}`);
 }
+for (const { context } of groups.values()) await context.close();
 await browser.close();
 await stopStrict();
 hostServer.close();

@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url';
 import crypto from 'node:crypto';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');  // browser/
+const pyodideDir = path.resolve(root, '..', 'node_modules', 'pyodide');
 
 const TYPES = { '.html': 'text/html; charset=utf-8', '.js': 'text/javascript; charset=utf-8', '.mjs': 'text/javascript; charset=utf-8',
   '.wasm': 'application/wasm', '.json': 'application/json', '.css': 'text/css; charset=utf-8', '.png': 'image/png' };
@@ -25,8 +26,10 @@ export function startHostServer({ relay = null } = {}) {
   const server = http.createServer((req, res) => {
     const url = new URL(req.url, 'http://x');
     if (relay && url.pathname.startsWith('/serve/')) { relayTo(relay.port(), req, res, url); return; }
-    const file = path.resolve(root, '.' + decodeURIComponent(url.pathname));
-    if (!file.startsWith(root + path.sep) || !fs.existsSync(file) || !fs.statSync(file).isFile()) {
+    // Pyodide's core files (browser Python, B6) from the npm package: /node_modules/pyodide/<file>.
+    const py = /^\/node_modules\/pyodide\/([A-Za-z0-9_.-]+)$/.exec(url.pathname);
+    const file = py ? path.join(pyodideDir, py[1]) : path.resolve(root, '.' + decodeURIComponent(url.pathname));
+    if ((!py && !file.startsWith(root + path.sep)) || !fs.existsSync(file) || !fs.statSync(file).isFile()) {
       res.writeHead(404).end('not found');
       return;
     }

@@ -1,0 +1,90 @@
+// The Python harness: appended to harness.js in a Python sandbox's worker (a
+// module worker from a data: URL, BROWSER.md: Pyodide 314 refuses classic
+// workers, Chromium refuses module Blob workers in an opaque origin). The host
+// (browser/host/python.js) appends `__taskyonPython(<JSON string of the code>);`.
+//
+// Boot: the supervisor hands over the host-verified core files (ArrayBuffers,
+// checked by SHA-256 in the host page: this worker is not a secure context and
+// checks nothing) in `{t: 'boot', files}`. The two modules are imported from
+// blob: URLs made here; the loader's own fetches (wasm, stdlib) are answered
+// from the bytes, and the lock is passed as `lockFileContents`. Nothing is
+// fetched from the network (the CSP's connect-src 'none' would refuse it).
+// Once booted, the tool is an ordinary harness tool: each call runs the Python
+// code in a fresh globals dict with `args` (the call's JSON arguments as Python
+// values); the value of its last expression is the result (JSON). The runtime
+// (sys, builtins, sys.modules, the in-memory files) is the sandbox's and
+// carries over between the calls of one (revision, session).
+//
+// Nothing here is a boundary: Python reaches all of this realm through `js`.
+// The boundaries are the opaque origin and the CSP (no connect-src, no eval).
+const __taskyonPython = (code) => {
+  const INDEX = 'https://pyodide.invalid/';  // never fetched: every URL under it is answered from the bytes
+  const createUrl = URL.createObjectURL, BlobCtor = Blob, ResponseCtor = Response, StringCtor = String;
+  const fail = (message) => { setTimeout(() => { throw new Error('python boot: ' + message); }); };
+
+  self.addEventListener('message', async function onBoot(event) {
+    const d = event.data;
+    if (d === null || typeof d !== 'object' || d.t !== 'boot') return;
+    self.removeEventListener('message', onBoot);
+    try {
+      const files = d.files;
+      const text = (name) => new TextDecoder().decode(files[name]);
+      const moduleUrl = (name) => createUrl(new BlobCtor([files[name]], { type: 'text/javascript' }));
+      const served = {
+        'pyodide.asm.wasm': { bytes: files['pyodide.asm.wasm'], type: 'application/wasm' },
+        'python_stdlib.zip': { bytes: files['python_stdlib.zip'], type: 'application/zip' },
+      };
+      // The loader's fetches during boot; anything else is refused here too.
+      const bootFetch = async (input) => {
+        const url = StringCtor(input && input.url ? input.url : input);  // the loader passes URL objects
+        const name = url.startsWith(INDEX) ? url.slice(INDEX.length) : '';
+        const f = served[name];
+        if (!f) throw new TypeError('python boot: no verified file for ' + url);
+        return new ResponseCtor(f.bytes, { status: 200, headers: { 'content-type': f.type } });
+      };
+      const before = self.fetch;
+      self.fetch = bootFetch;
+      let pyodide;
+      try {
+        const { loadPyodide } = await import(moduleUrl('pyodide.mjs'));
+        const core = await import(moduleUrl('pyodide.asm.mjs'));
+        pyodide = await loadPyodide({
+          indexURL: INDEX,
+          createPyodideModule: core.default,
+          lockFileContents: text('pyodide-lock.json'),
+          stdout: (s) => self.console.log(s),
+          stderr: (s) => self.console.error(s),
+          checkAPIVersion: true,
+        });
+      } finally {
+        self.fetch = before;
+      }
+      // Packages: none are shipped verified yet, and the sandbox must never fetch them.
+      const refuse = () => { throw new Error('packages are not available in this sandbox (no verified wheels are shipped)'); };
+      pyodide.loadPackage = refuse;
+      pyodide.loadPackagesFromImports = refuse;
+      // The result as JSON text made by Python's json (None -> null, no lossy proxies); not JSON -> a tool error.
+      const scope = pyodide.toPy({});
+      const toJson = pyodide.runPython('import json\ndef _taskyon_json(v):\n    return json.dumps(v, allow_nan=False)\n_taskyon_json', { globals: scope });
+      scope.destroy();
+      const parse = JSON.parse;
+      __taskyonStart(async (args) => {
+        const globals = pyodide.toPy({ args });
+        try {
+          const value = await pyodide.runPythonAsync(code, { globals, filename: '<tool>' });
+          const out = parse(toJson(value));
+          if (value && typeof value.destroy === 'function') value.destroy();
+          return out;
+        } catch (e) {
+          const err = new Error(StringCtor(e && e.message).slice(-4000));
+          err.name = e && e.type ? StringCtor(e.type) : 'PythonError';
+          throw err;
+        } finally {
+          globals.destroy();
+        }
+      });
+    } catch (e) {
+      fail(e && e.message ? e.message : StringCtor(e));
+    }
+  });
+};
