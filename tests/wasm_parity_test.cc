@@ -101,7 +101,8 @@ std::vector<Case> all_cases(std::size_t& corpus_cases) {
   }
   // The WHATWG URL vectors, with every method class.
   std::size_t i = 0;
-  for (const auto& v : read_json(kTestdata / "url" / "whatwg_vectors.json")["vectors"]) {
+  const Value whatwg = read_json(kTestdata / "url" / "whatwg_vectors.json");
+  for (const auto& v : whatwg["vectors"]) {
     static const char* kMethods[] = {"GET", "post", "TRACE", "b@d"};
     add_url(cases, "whatwg#" + std::to_string(i), v.value("input", ""), kMethods[i % 4], nullptr);
     ++i;
@@ -133,7 +134,8 @@ std::vector<Case> all_cases(std::size_t& corpus_cases) {
     cases.push_back({id + " manifest", "manifest", read_file(p)});
     const Value m = read_json(p);
     Value strings = Value::object(), numbers = Value::object();
-    for (const auto& [name, _] : m["parameters"].value("properties", Value::object()).items()) {
+    const Value properties = m["parameters"].value("properties", Value::object());
+    for (const auto& [name, _] : properties.items()) {
       strings[name] = "$.x";
       numbers[name] = 1.5;
     }
