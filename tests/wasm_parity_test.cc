@@ -229,6 +229,35 @@ TEST(WasmCore, TrapAnswersInternalAndTheNextCallWorks) {
   EXPECT_EQ((*native_answer)["error"]["code"], "invalid_manifest");
 }
 
+// browser/core/policy.mjs: the decider a browser SandboxHost takes, from the
+// module's answers (a refused name, a refused method, a domain before resolution).
+TEST(WasmCore, DeciderRefusesWhatThePolicyRefuses) {
+  const fs::path module = module_path();
+  if (!fs::exists(module)) GTEST_SKIP() << "the wasm core is not built (" << module << "): run `make wasm`";
+  const std::string script = R"(
+    import { readFileSync } from 'node:fs';
+    import { instantiate } from ')" + (kSource / "browser" / "core" / "core.mjs").string() + R"(';
+    import { wasmDecider } from ')" + (kSource / "browser" / "core" / "policy.mjs").string() + R"(';
+    const decide = wasmDecider(await instantiate(readFileSync(process.argv[1])));
+    const out = [];
+    for (const r of [{ url: 'https://example.com/a' }, { url: 'https://localhost./' }, { url: 'https://0x7f.1/' },
+                     { url: 'https://example.com/', method: 'TRACE' }, { url: 'http://example.com/' }])
+      out.push(await decide(r));
+    console.log(JSON.stringify(out));
+  )";
+  auto r = taskyon::testing::run_command({"node", "--input-type=module", "-e", script, module.string()}, kSource);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto out = taskyon::json::parse(r.out.substr(0, r.out.find_last_not_of('\n') + 1));
+  ASSERT_TRUE(out.has_value()) << r.out;
+  ASSERT_EQ(out->size(), 5u);
+  EXPECT_EQ((*out)[0]["allow"], true);
+  EXPECT_EQ((*out)[0]["origin"], "https://example.com");
+  EXPECT_EQ((*out)[1]["code"], "policy_loopback");
+  EXPECT_EQ((*out)[2]["code"], "policy_encoding_trick");
+  EXPECT_EQ((*out)[3]["code"], "policy_method");
+  EXPECT_EQ((*out)[4]["code"], "policy_scheme");
+}
+
 // The native ABI itself: envelopes, shapes, ownership.
 TEST(Abi, AnswersAreEnvelopesWithStableCodes) {
   auto call = [](const std::string& fn, const std::string& input) {
