@@ -1,17 +1,19 @@
 # make demo   set-up, build, and the main job on the bundled example tools
 # make test   set-up, build (plain and ASan+UBSan), every test in both builds, and a short make fuzz
+# make wasm   the rules as a wasm32-wasi module (clang-22) in build-wasm/: build-wasm/taskyon_core.wasm
 # make fuzz   libFuzzer harnesses (clang-19) in build-fuzz/, each run FUZZ_SECONDS (default 20)
 # make soak   the kill -9 crash-safety test with TASKYON_CRASH_TRIALS (default 1000) trials
 BUILD      := build
 ASAN_BUILD := build-asan
 FUZZ_BUILD := build-fuzz
+WASM_BUILD := build-wasm
 FUZZ_SECONDS ?= 20
 CI_FUZZ_SECONDS ?= 10
 TASKYON_CRASH_TRIALS ?= 1000
 CCACHE     := $(shell command -v ccache 2>/dev/null)
 JOBS       ?= $(shell nproc)
 
-.PHONY: all setup build build-asan test demo bench clean fuzz soak
+.PHONY: all setup build build-asan test demo bench clean fuzz soak wasm
 
 all: build
 
@@ -26,7 +28,7 @@ build-asan: setup
 	@cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTASKYON_SANITIZE=ON >/dev/null
 	@cmake --build $(ASAN_BUILD) -j $(JOBS)
 
-test: build build-asan
+test: build build-asan wasm
 	@echo "== tests (RelWithDebInfo)"
 	@ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
 	@echo "== tests (AddressSanitizer + UndefinedBehaviorSanitizer)"
@@ -34,6 +36,12 @@ test: build build-asan
 	  ctest --test-dir $(ASAN_BUILD) --output-on-failure -j $(JOBS)
 	@echo "== fuzz ($(CI_FUZZ_SECONDS) s per harness)"
 	@FUZZ_SEED=1 $(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(CI_FUZZ_SECONDS)
+
+# Debian's libidn2 and re2 sources are prepared once in $(WASM_BUILD)/third_party.
+wasm: setup
+	@cmake -S wasm -B $(WASM_BUILD) -G Ninja -DCMAKE_TOOLCHAIN_FILE=$(CURDIR)/wasm/toolchain.cmake \
+	  $(if $(CCACHE),-DCMAKE_C_COMPILER_LAUNCHER=$(CCACHE) -DCMAKE_CXX_COMPILER_LAUNCHER=$(CCACHE)) >/dev/null
+	@cmake --build $(WASM_BUILD) -j $(JOBS)
 
 fuzz: setup
 	@cmake -S fuzz -B $(FUZZ_BUILD) -G Ninja -DCMAKE_CXX_COMPILER=clang++-19 \
@@ -53,4 +61,4 @@ bench: setup
 	@$(BUILD)/bench/taskyon_bench
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) $(WASM_BUILD)

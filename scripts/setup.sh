@@ -22,8 +22,23 @@ packages=(
   clang-19 libclang-rt-19-dev              # make fuzz: libFuzzer harnesses (fuzz/), ASan+UBSan runtimes
   # make wasm: the rules as wasm32-wasi (docs/browser.md); clang-19 and emscripten cannot (BROWSER.md)
   clang-22 lld-22 libc++-22-dev-wasm32 libc++abi-22-dev-wasm32 libclang-rt-22-dev-wasm32 wasi-libc
+  llvm-22                                  # make wasm: llvm-ar-22/llvm-ranlib-22 for libidn2's and re2's archives
+  dpkg-dev unicode-data python3-six        # make wasm: apt-get source libidn2 re2; re2's Unicode tables
   chromium                                 # the browser checks: playwright-core drives Debian's chromium
 )
+
+# make wasm builds Debian's libidn2 and re2 from their source packages
+# (wasm/third_party.sh): apt-get source needs a deb-src line for bookworm.
+src_list=/etc/apt/sources.list.d/taskyon-deb-src.sources
+need_update=
+if [ ! -f "$src_list" ]; then
+  echo "setup: adding a deb-src line for bookworm ($src_list)"
+  if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
+  printf '%s\n' "# scripts/setup.sh (make wasm): Debian's sources of libidn2 and re2" "Types: deb-src" \
+    "URIs: http://deb.debian.org/debian" "Suites: bookworm" "Components: main" \
+    "Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg" | $SUDO tee "$src_list" >/dev/null
+  need_update=1
+fi
 
 missing=()
 for p in "${packages[@]}"; do
@@ -33,6 +48,10 @@ for p in "${packages[@]}"; do
   missing+=("$p")
 done
 
+if ((${#missing[@]} == 0)) && [ -n "$need_update" ]; then
+  if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
+  $SUDO apt-get update -qq
+fi
 if ((${#missing[@]})); then
   echo "setup: installing ${missing[*]}"
   if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi

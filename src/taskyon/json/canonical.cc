@@ -339,23 +339,31 @@ class Writer {
 }  // namespace
 
 Result<std::string> canonicalize(const Value& value) {
+#if defined(__cpp_exceptions)  // wasm/ builds without exceptions: a throw there is a trap
   try {
+#endif
     StringSink sink;
     if (auto failed = Writer<StringSink>(sink).run(value)) return std::unexpected(std::move(*failed));
     return std::move(sink.out);
+#if defined(__cpp_exceptions)
   } catch (const std::exception& e) {
     return fail(Errc::internal, std::string("canonicalization failed: ") + e.what());
   }
+#endif
 }
 
 Result<std::string> content_id_of(const Value& value) {
+#if defined(__cpp_exceptions)  // wasm/ builds without exceptions: a throw there is a trap
   try {
+#endif
     Sha256Sink sink;
     if (auto failed = Writer<Sha256Sink>(sink).run(value)) return std::unexpected(std::move(*failed));
     return "sha256:" + sink.hex();
+#if defined(__cpp_exceptions)
   } catch (const std::exception& e) {
     return fail(Errc::internal, std::string("canonicalization failed: ") + e.what());
   }
+#endif
 }
 
 }  // namespace taskyon::json

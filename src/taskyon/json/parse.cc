@@ -257,13 +257,17 @@ Result<Value> parse(std::string_view text, const ParseLimits& limits) {
   if (const auto nul = text.find('\0'); nul != std::string_view::npos) {
     return fail(Errc::invalid_json, "invalid JSON at byte " + std::to_string(nul) + ": NUL byte");
   }
+#if defined(__cpp_exceptions)  // wasm/ builds without exceptions: a throw there is a trap
   try {
+#endif
     StrictBuilder builder(limits);
     const bool completed = Value::sax_parse(text.begin(), text.end(), &builder);
     return builder.finish(completed);
+#if defined(__cpp_exceptions)
   } catch (const std::exception& e) {
     return fail(Errc::internal, std::string("JSON parser failed: ") + printable(e.what()));
   }
+#endif
 }
 
 }  // namespace taskyon::json

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <exception>
 #include <list>
 #include <memory>
@@ -12,8 +13,11 @@
 
 #include <fmt/format.h>
 
-// valijson reports schema errors by exception only when asked; otherwise it aborts.
+// valijson reports schema errors by exception only when asked; otherwise it
+// aborts (wasm/, built without exceptions: a trap, docs/browser.md).
+#if defined(__cpp_exceptions)
 #define VALIJSON_USE_EXCEPTIONS 1
+#endif
 #include <valijson/adapters/nlohmann_json_adapter.hpp>
 #include <valijson/schema.hpp>
 #include <valijson/schema_parser.hpp>
@@ -42,16 +46,23 @@ struct Patterns {
 };
 thread_local Patterns* t_patterns = nullptr;
 
+#if defined(__cpp_exceptions)
+[[noreturn]] inline void raise(const std::string& message) { throw std::runtime_error(message); }
+#else
+// wasm/ builds without exceptions: a trap, after which the host re-instantiates.
+[[noreturn]] inline void raise(const std::string&) { std::abort(); }
+#endif
+
 // Throws (valijson's error channel; validate_arguments catches it) when a
 // stored schema has a pattern RE2 cannot match.
 inline const Pattern& pattern(const std::string& ecma) {
-  if (!t_patterns) throw std::runtime_error("internal: pattern matched outside validate_arguments");
+  if (!t_patterns) raise("internal: pattern matched outside validate_arguments");
   {
     std::lock_guard held(t_patterns->lock);
     if (auto it = t_patterns->compiled.find(ecma); it != t_patterns->compiled.end()) return it->second;
   }
   auto compiled = Pattern::compile(ecma);  // outside the lock: RE2 compiles in linear time, but not for free
-  if (!compiled) throw std::runtime_error(compiled.error().message);
+  if (!compiled) raise(compiled.error().message);
   std::lock_guard held(t_patterns->lock);
   return t_patterns->compiled.emplace(ecma, std::move(*compiled)).first->second;
 }
@@ -247,14 +258,18 @@ void widen_integer_multiple_of(json::Value& v) {
 }
 
 Result<void> load(const json::Value& parameters, valijson::Schema& schema) {
+#if defined(__cpp_exceptions)  // wasm/ builds without exceptions: valijson's throw is a trap there
   try {
+#endif
     valijson::SchemaParser parser(valijson::SchemaParser::kDraft7);
     valijson::adapters::NlohmannJsonAdapter adapter(parameters);
     parser.populateSchema(adapter, schema);  // no fetch function: remote $ref fails
+#if defined(__cpp_exceptions)
   } catch (const std::exception& e) {
     return fail(Errc::invalid_manifest, fmt::format("\"parameters\" is not a valid JSON Schema: {}", e.what()),
                 "/parameters");
   }
+#endif
   return {};
 }
 
@@ -350,11 +365,15 @@ Result<void> validate_compiled(Compiled& compiled, const json::Value& arguments)
     ~Scope() { valijson_re2::t_patterns = saved; }
     valijson_re2::Patterns* saved;
   } scope(&compiled.patterns);
+#if defined(__cpp_exceptions)
   try {
+#endif
     if (validator.validate(compiled.schema, target, &results)) return {};
+#if defined(__cpp_exceptions)
   } catch (const std::exception& e) {
     return fail(Errc::invalid_arguments, fmt::format("arguments could not be validated: {}", e.what()), "/");
   }
+#endif
   std::vector<valijson::ValidationResults::Error> errors(results.begin(), results.end());
   std::string message = "arguments do not match the tool's parameters:";
   std::string first;
