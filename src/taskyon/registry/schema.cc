@@ -35,13 +35,27 @@
 // so the three visits that use std::regex are explicitly specialized here for
 // the two adapters validate_arguments instantiates, matching with RE2
 // instead. Only this file instantiates valijson's visitor.
+namespace taskyon::registry {
+#if defined(__wasi__)
+// wasm/ is single-threaded (wasi libc++ without threads has no std::mutex):
+// the cache's locks guard nothing there.
+struct Mutex {};
+struct Held {
+  explicit Held(Mutex&) {}
+};
+#else
+using Mutex = std::mutex;
+using Held = std::lock_guard<std::mutex>;
+#endif
+}  // namespace taskyon::registry
+
 namespace taskyon::registry::valijson_re2 {
 
 // The patterns compiled for the schema being validated on this thread: the
 // call's own, or a cached schema's (shared by threads, hence the lock).
 // Elements of an unordered_map keep their address when others are added.
 struct Patterns {
-  std::mutex lock;
+  Mutex lock;
   std::unordered_map<std::string, Pattern> compiled;
 };
 thread_local Patterns* t_patterns = nullptr;
@@ -58,12 +72,12 @@ thread_local Patterns* t_patterns = nullptr;
 inline const Pattern& pattern(const std::string& ecma) {
   if (!t_patterns) raise("internal: pattern matched outside validate_arguments");
   {
-    std::lock_guard held(t_patterns->lock);
+    Held held(t_patterns->lock);
     if (auto it = t_patterns->compiled.find(ecma); it != t_patterns->compiled.end()) return it->second;
   }
   auto compiled = Pattern::compile(ecma);  // outside the lock: RE2 compiles in linear time, but not for free
   if (!compiled) raise(compiled.error().message);
-  std::lock_guard held(t_patterns->lock);
+  Held held(t_patterns->lock);
   return t_patterns->compiled.emplace(ecma, std::move(*compiled)).first->second;
 }
 
@@ -232,17 +246,6 @@ void widen_huge_unsigned(json::Value& v) {
 // argument to int64 (undefined for a double past INT64_MAX, SIGFPE for a zero
 // divisor): every integer divisor is compared as a double instead, through
 // remainder() (RFC 8785 §3.2.2.3: JSON numbers are doubles).
-bool has_integer_multiple_of(const json::Value& v) {
-  if (v.is_object()) {
-    for (const auto& [key, child] : v.items())
-      if ((key == "multipleOf" && child.is_number_integer()) || has_integer_multiple_of(child)) return true;
-  } else if (v.is_array()) {
-    for (const auto& child : v)
-      if (has_integer_multiple_of(child)) return true;
-  }
-  return false;
-}
-
 void widen_integer_multiple_of(json::Value& v) {
   if (v.is_object()) {
     for (auto& [key, child] : v.items()) {
@@ -299,7 +302,7 @@ Result<std::shared_ptr<Compiled>> compile(const json::Value& parameters) {
 class Cache {
  public:
   std::shared_ptr<Compiled> find(std::string_view revision, const json::Value& parameters) {
-    std::lock_guard held(lock_);
+    Held held(lock_);
     auto it = index_.find(std::string(revision));
     if (it == index_.end()) return nullptr;
     // A revision id names its content, so the schema is equal; compared all
@@ -311,7 +314,7 @@ class Cache {
   }
   void put(std::string_view revision, std::shared_ptr<Compiled> compiled) {
     if (compiled->bytes > kSchemaCacheBytes) return;  // compiled per call, as without a cache
-    std::lock_guard held(lock_);
+    Held held(lock_);
     std::string key(revision);
     if (auto it = index_.find(key); it != index_.end()) {
       bytes_ -= it->second->second->bytes;
@@ -328,11 +331,11 @@ class Cache {
     }
   }
   std::size_t size() {
-    std::lock_guard held(lock_);
+    Held held(lock_);
     return order_.size();
   }
   void clear() {
-    std::lock_guard held(lock_);
+    Held held(lock_);
     index_.clear();
     order_.clear();
     bytes_ = 0;
@@ -340,7 +343,7 @@ class Cache {
 
  private:
   using Entry = std::pair<std::string, std::shared_ptr<Compiled>>;
-  std::mutex lock_;
+  Mutex lock_;
   std::list<Entry> order_;
   std::unordered_map<std::string, std::list<Entry>::iterator> index_;
   std::size_t bytes_ = 0;
