@@ -18,6 +18,8 @@
 #include "taskyon/hardening/probe.h"
 #include "taskyon/sandbox/memory.h"
 #include "taskyon/sandbox/pool.h"
+#include "taskyon/sandbox/process.h"
+#include "taskyon/sandbox/runtime.h"
 #include "taskyon/sandbox/sandbox.h"
 
 namespace taskyon::sandbox {
@@ -123,6 +125,36 @@ TEST_F(SandboxPidNamespace, ToolCodeCannotSignalItsInitOrTheHost) {
   ASSERT_TRUE(again.has_value());
   EXPECT_EQ(again->status, Status::ok) << again->error;
   EXPECT_FALSE(again->fresh_sandbox);
+}
+
+// Issue 11: the init is a fork of the host holding a copy-on-write snapshot
+// of its memory; the memory budget counts it with the runtime (sandbox.h
+// proportional_bytes(), resident_bytes()).
+TEST(SandboxPidNamespaceMemory, TheBudgetCountsTheInitWithTheRuntime) {
+  if (!hardening::support().pid_namespace) GTEST_SKIP() << "no PID namespace here: " << hardening::support().full_error;
+  RuntimeConfig config;
+  auto node = locate_runtime(config);
+  ASSERT_TRUE(node.has_value()) << node.error().describe();
+  Launcher launcher;
+  auto started = Sandbox::start(launcher, node->path, config, "sha256:pidns-memory", Mode::retained);
+  ASSERT_TRUE(started.has_value()) << started.error().describe();
+  const Sandbox& sandbox = **started;
+  // The init: the runtime's parent on the host's side.
+  const int init = parent_and_session(sandbox.pid()).first;
+  ASSERT_GT(init, 0);
+  ASSERT_NE(init, sandbox.pid());
+  const auto init_pss = proportional_bytes(init);
+  const auto runtime_pss = proportional_bytes(sandbox.pid());
+  ASSERT_TRUE(init_pss && runtime_pss);
+  ASSERT_GT(*init_pss, 0u);
+  const auto counted = sandbox.proportional_bytes();
+  ASSERT_TRUE(counted.has_value());
+  // Read a moment apart, so not equal to the byte; the init's share is the
+  // margin (without it the sum is the runtime's alone).
+  EXPECT_GT(*counted, *runtime_pss + *init_pss / 2) << "runtime " << *runtime_pss << ", init " << *init_pss;
+  const auto rss = sandbox.resident_bytes();
+  ASSERT_TRUE(rss.has_value());
+  EXPECT_GE(*rss, resident_bytes(sandbox.pid()).value_or(0) + resident_bytes(init).value_or(0) / 2);
 }
 
 }  // namespace

@@ -243,7 +243,7 @@ struct Pool::Impl {
     for (const Live& l : live) total += l.sandbox->resident_bytes().value_or(0);
     if (total + room <= budget) return {};
     total = 0;
-    for (Live& l : live) total += l.bytes = proportional_bytes(l.sandbox->pid()).value_or(0);
+    for (Live& l : live) total += l.bytes = l.sandbox->proportional_bytes().value_or(0);
     if (total + room <= budget) return {};
     std::sort(live.begin(), live.end(), [](const Live& a, const Live& b) {
       return a.spare != b.spare ? a.spare : a.last_used < b.last_used;

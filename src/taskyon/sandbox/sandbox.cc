@@ -195,18 +195,39 @@ Sandbox::Sandbox(std::unique_ptr<Child> child, std::string workdir, std::string 
       max_frame_bytes_(config.max_frame_bytes), max_log_bytes_(config.max_log_bytes),
       reader_(config.max_frame_bytes), chunk_(std::make_unique_for_overwrite<char[]>(kChunk)),
       // the runtime's own statm (in a PID namespace child_->pid() is its init)
-      statm_(::open(fmt::format("/proc/{}/statm", child_->runtime_pid()).c_str(), O_RDONLY | O_CLOEXEC)) {}
+      statm_(::open(fmt::format("/proc/{}/statm", child_->runtime_pid()).c_str(), O_RDONLY | O_CLOEXEC)) {
+  if (child_->pid() != child_->runtime_pid())
+    init_statm_.reset(::open(fmt::format("/proc/{}/statm", child_->pid()).c_str(), O_RDONLY | O_CLOEXEC));
+}
 
-std::optional<std::uint64_t> Sandbox::resident_bytes() const {
-  if (!statm_) return sandbox::resident_bytes(pid());
+namespace {
+
+// Field 2 of an open /proc/PID/statm × the page size; nullopt once it is gone.
+std::optional<std::uint64_t> statm_resident(const Fd& statm) {
   char text[128];
-  const ssize_t n = ::pread(statm_.get(), text, sizeof text - 1, 0);
-  if (n <= 0) return std::nullopt;  // the child is gone
+  const ssize_t n = ::pread(statm.get(), text, sizeof text - 1, 0);
+  if (n <= 0) return std::nullopt;
   text[n] = '\0';
   unsigned long long size = 0, resident = 0;
   if (std::sscanf(text, "%llu %llu", &size, &resident) != 2) return std::nullopt;
   static const auto page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
   return static_cast<std::uint64_t>(resident) * page;
+}
+
+}  // namespace
+
+std::optional<std::uint64_t> Sandbox::resident_bytes() const {
+  auto runtime = statm_ ? statm_resident(statm_) : sandbox::resident_bytes(pid());
+  if (!runtime) return std::nullopt;  // the runtime is gone
+  if (init_statm_) *runtime += statm_resident(init_statm_).value_or(0);
+  return runtime;
+}
+
+std::optional<std::uint64_t> Sandbox::proportional_bytes() const {
+  auto runtime = sandbox::proportional_bytes(pid());
+  if (!runtime) return std::nullopt;
+  if (init_statm_) *runtime += sandbox::proportional_bytes(child_->pid()).value_or(0);
+  return runtime;
 }
 
 Result<std::shared_ptr<Sandbox>> Sandbox::start(Launcher& launcher, const std::string& runtime,

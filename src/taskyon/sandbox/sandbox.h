@@ -117,10 +117,17 @@ class Sandbox {
   std::optional<std::string> killed_reason() const;
 
   pid_t pid() const { return child_->runtime_pid(); }  // the runtime's host pid (process.h)
-  // The child's RSS, bytes, as memory.h resident_bytes() reads it, through
+  // The sandbox's RSS, bytes, as memory.h resident_bytes() reads it, through
   // /proc/PID/statm opened once at start (one pread per reading: the memory
-  // budget reads it after every call). Safe from any thread.
+  // budget reads it after every call): the runtime's, plus, with a PID
+  // namespace, its init's (a fork of the host holding a copy-on-write
+  // snapshot of its memory). Never below proportional_bytes(). Safe from any
+  // thread; nullopt when the runtime is gone.
   std::optional<std::uint64_t> resident_bytes() const;
+  // The sandbox's PSS, bytes (memory.h proportional_bytes()): the runtime's
+  // plus its init's, so the memory budget counts every process a sandbox
+  // keeps alive. Walks their mappings: for when resident_bytes() is over.
+  std::optional<std::uint64_t> proportional_bytes() const;
   const std::string& workdir() const { return workdir_; }
   const std::string& revision() const { return revision_; }
   const std::string& name() const { return name_; }
@@ -157,7 +164,8 @@ class Sandbox {
   std::size_t max_log_bytes_;
   protocol::LineReader reader_;
   std::unique_ptr<char[]> chunk_;  // one read from a pipe (kChunk bytes), reused by every call
-  Fd statm_;                       // /proc/PID/statm of the child, -1 if it could not be opened
+  Fd statm_;                       // /proc/PID/statm of the runtime, -1 if it could not be opened
+  Fd init_statm_;                  // /proc/PID/statm of its init (PID namespace only), else -1
   bool stderr_open_ = true;
   std::uint64_t last_req_ = 0;  // the last capability request number seen (they count 1, 2, 3… per sandbox)
   static constexpr std::size_t kPastCalls = 64;
