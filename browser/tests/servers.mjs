@@ -9,6 +9,7 @@ import crypto from 'node:crypto';
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');  // browser/
 const pyodideDir = path.resolve(root, '..', 'node_modules', 'pyodide');
 // The wasm core (issue 14, `make wasm`), served as /build-wasm/taskyon_core.wasm; 404 while it is not built.
+const examplesDir = path.resolve(root, '..', 'examples', 'tools');
 export const CORE_WASM = process.env.TASKYON_CORE_WASM || path.resolve(root, '..', 'build-wasm', 'taskyon_core.wasm');
 
 const TYPES = { '.html': 'text/html; charset=utf-8', '.js': 'text/javascript; charset=utf-8', '.mjs': 'text/javascript; charset=utf-8',
@@ -31,8 +32,11 @@ export function startHostServer({ relay = null } = {}) {
     // Pyodide's core files (browser Python, B6) from the npm package: /node_modules/pyodide/<file>.
     const py = /^\/node_modules\/pyodide\/([A-Za-z0-9_.-]+)$/.exec(url.pathname);
     const core = url.pathname === '/build-wasm/taskyon_core.wasm';
-    const file = core ? CORE_WASM : py ? path.join(pyodideDir, py[1]) : path.resolve(root, '.' + decodeURIComponent(url.pathname));
-    if ((!py && !core && !file.startsWith(root + path.sep)) || !fs.existsSync(file) || !fs.statSync(file).isFile()) {
+    // The example tool definitions (the demo installs them): /examples/tools/<name>.json.
+    const example = /^\/examples\/tools\/([A-Za-z0-9_-]+\.json)$/.exec(url.pathname);
+    const file = core ? CORE_WASM : example ? path.join(examplesDir, example[1])
+      : py ? path.join(pyodideDir, py[1]) : path.resolve(root, '.' + decodeURIComponent(url.pathname));
+    if ((!py && !core && !example && !file.startsWith(root + path.sep)) || !fs.existsSync(file) || !fs.statSync(file).isFile()) {
       res.writeHead(404).end('not found');
       return;
     }
