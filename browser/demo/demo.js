@@ -1,14 +1,46 @@
 // The browser host demo (docs/browser.md "Demo"): the sandbox host and popups of browser/host/
-// in one static page. Revision ids here are labels: the WebAssembly core that computes them from
-// the manifest (the CLI's ids) is not wired into the browser yet.
-import { SandboxHost } from '../host/host.js';
+// in one static page. The page loads the WebAssembly core (browser/core/, `make wasm`): direct
+// mode decides every mediated fetch with its policy, and the revision ids shown are computed here
+// from the tool definitions, the ids `tycli tool install` prints. Without the module the page says
+// so, shows labels and refuses every fetch (browser/host/policy.js).
+import { SandboxHost, refuseAll } from '../host/host.js';
 import { PopupHost, PopupPermissions } from '../host/popup.js';
+import { loadCore } from '../core/load.mjs';
+import { wasmDecider } from '../core/policy.mjs';
 
 const $ = (id) => /** @type {HTMLElement} */ (document.getElementById(id));
-const REV = { v1: 'sha256:demo-counter-v1', v2: 'sha256:demo-counter-v2' };
-const VIEWER = 'sha256:demo-viewer';
-const COUNTER = '({step = 1}) => ({count: globalThis.n = (globalThis.n ?? 0) + step, sandboxSince: globalThis.t0 ??= Date.now()})';
+const loaded = /** @type {any} */ (await loadCore('/build-wasm/taskyon_core.wasm'));  // {ok, core, bytes} | {ok: false, reason}
+const core = loaded.ok ? loaded.core : null;
+const decide = core ? wasmDecider(core) : refuseAll;
+
+// The counter is examples/tools/counter.json as `tycli tool install` reads it; v2 the same with another code (its default step 10).
+const counterV1 = await fetch('/examples/tools/counter.json', { cache: 'no-store' }).then((r) => r.json());
+const counterV2 = { ...counterV1, code: counterV1.code.replace('step = 1', 'step = 10') };
 const FETCHER = 'async ({u}) => { try { const r = await fetch(u); return "HTTP " + r.status + ": " + (await r.text()).slice(0, 80); } catch (e) { return e.name + " " + (e.code || "") + ": " + e.message; } }';
+const STUCK = '() => { while (true) {} }';
+const tool = (name, code, description) => ({ name, description, parameters: { type: 'object' }, execution: 'sandboxed-code', runtime: 'javascript', code });
+const DEFS = {
+  v1: counterV1,
+  v2: counterV2,
+  fetcher: tool('fetcher', FETCHER, 'Fetches a URL through the host page.'),
+  stuck: tool('stuck', STUCK, 'Never returns.'),
+  viewer: tool('viewer', '() => null', 'Opens a report popup.'),
+};
+/** The revision id of a definition: the wasm core's (the CLI's id), or a label without the module. */
+const revisionOf = (key) => {
+  if (!core) return `label:${key}`;
+  const a = /** @type {any} */ (core.manifest(JSON.stringify(DEFS[key])));
+  return a.ok ? a.value.revision : `error:${a.error.code}`;
+};
+const REV = { v1: revisionOf('v1'), v2: revisionOf('v2') };
+const FETCHER_REV = revisionOf('fetcher');
+const STUCK_REV = revisionOf('stuck');
+const VIEWER = revisionOf('viewer');
+const COUNTER = { v1: counterV1.code, v2: counterV2.code };
+$('ids-out').textContent = core
+  ? [`wasm core (${loaded.bytes} bytes) computed in this page:`, `counter v1 ${REV.v1}`, `  = tycli tool install examples/tools/counter.json`,
+    `counter v2 ${REV.v2}`, `fetcher    ${FETCHER_REV}`].join('\n')
+  : `no wasm core: ${loaded.reason}; ids are labels and direct mode refuses every fetch`;
 
 // Strict mode: #token=<tycli serve's token>&tool=<a tool installed on the server> (default fetcher);
 // the page runs that tool's stored revision and code, and shows the server's audit rows.
@@ -25,14 +57,14 @@ let host = makeHost(false);
 const hosts = new Set([host]);
 
 function makeHost(strict) {
-  return new SandboxHost(strict ? { egress: { endpoint: '/serve/v1/fetch', token } } : {});
+  return new SandboxHost(strict ? { egress: { endpoint: '/serve/v1/fetch', token } } : { decide });
 }
 
 function render() {
   const rows = [...hosts].flatMap((h) => h.log).sort((a, b) => a.at - b.at).slice(-14);
   $('log').querySelector('tbody').replaceChildren(...rows.map((e, i) => {
     const tr = document.createElement('tr');
-    for (const [v, cls] of [[i + 1], [e.event, e.event], [e.sandbox], [e.tool], [e.revision], [e.session], [e.reason || '']]) {
+    for (const [v, cls] of [[i + 1], [e.event, e.event], [e.sandbox], [e.tool], [String(e.revision).startsWith('sha256:') ? e.revision.slice(0, 19) + '…' : e.revision], [e.session], [e.reason || '']]) {
       const td = document.createElement('td');
       td.textContent = String(v);
       if (cls) td.className = cls;
@@ -43,7 +75,7 @@ function render() {
 }
 
 async function counter(session) {
-  const r = await host.call({ tool: 'counter', revision: REV[active], session, code: COUNTER });
+  const r = await host.call({ tool: 'counter', revision: REV[active], session, code: COUNTER[active] });
   counterLines.push(`${session} @ ${active}: ` + (r.ok ? `count ${/** @type {any} */ (r.value).count} (sandbox ${r.sandbox})` : r.error.code));
   $('counter-out').textContent = counterLines.slice(-4).join('\n');
   render();
@@ -55,13 +87,13 @@ for (const [id, rev] of [['activate', 'v2'], ['activate1', 'v1']]) {
   $(id).onclick = () => {
     active = rev;
     host.activate('counter', REV[rev]);
-    $('activate-out').textContent = `active: ${rev} (${REV[rev]}); the other revision's sandboxes are gone`;
+    $('activate-out').textContent = `active: ${rev} (${REV[rev].slice(0, 19)}…); the other revision's sandboxes are gone`;
     render();
   };
 }
 $('stuck').onclick = async () => {
   const t = performance.now();
-  const r = await host.call({ tool: 'stuck', revision: 'sha256:demo-stuck', code: '() => { while (true) {} }', timeoutMs: 200 });
+  const r = await host.call({ tool: 'stuck', revision: STUCK_REV, code: STUCK, timeoutMs: 200 });
   $('stuck-out').textContent = `${r.error ? r.error.code : 'returned?'} after ${Math.round(performance.now() - t)} ms; sandbox ${r.sandbox ?? '—'} removed`;
   render();
 };
@@ -88,7 +120,7 @@ $('fetch').onclick = async () => {
   const strict = host.mode === 'strict' && serverTool;
   const r = strict
     ? await host.call({ tool: serverToolName, revision: serverTool.revision, code: serverTool.code, args: { u } })
-    : await host.call({ tool: 'fetcher', revision: 'sha256:demo-fetcher', code: FETCHER, args: { u } });
+    : await host.call({ tool: 'fetcher', revision: FETCHER_REV, code: FETCHER, args: { u } });
   let text = `${host.mode}: ` + (r.ok ? (typeof r.value === 'string' ? r.value : JSON.stringify(r.value)) : r.error.code);
   if (strict) {
     const rows = await api('/v1/audit?revision=' + encodeURIComponent(serverTool.revision)).catch(() => []);

@@ -6,10 +6,10 @@
 // The rules themselves (WHATWG URL + IDNA, address classes, method classes,
 // grants per (revision, origin, access)) are the C++ core built as WebAssembly
 // (browser/core/, issue 14 part 1); the browser never re-writes a rule in JS.
-// Until that module is wired in, every mediated request is refused with
-// `policy_unavailable`. A SandboxHost takes its decider as an option
-// (`new SandboxHost({decide})`), so the wasm policy replaces this default
-// without touching the sandbox code.
+// A page wires it in with `new SandboxHost({decide: wasmDecider(core)})`
+// (browser/core/policy.mjs, the core from browser/core/load.mjs), as the
+// checks' page and the demo do; a SandboxHost given no decider keeps this
+// default, which refuses every mediated request with `policy_unavailable`.
 
 /** @param {object} _request @returns {Promise<{allow: boolean, code?: string, message?: string}>} */
 export async function refuseAll(_request) {

@@ -8,6 +8,9 @@ import crypto from 'node:crypto';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');  // browser/
 const pyodideDir = path.resolve(root, '..', 'node_modules', 'pyodide');
+// The wasm core (issue 14, `make wasm`), served as /build-wasm/taskyon_core.wasm; 404 while it is not built.
+const examplesDir = path.resolve(root, '..', 'examples', 'tools');
+export const CORE_WASM = process.env.TASKYON_CORE_WASM || path.resolve(root, '..', 'build-wasm', 'taskyon_core.wasm');
 
 const TYPES = { '.html': 'text/html; charset=utf-8', '.js': 'text/javascript; charset=utf-8', '.mjs': 'text/javascript; charset=utf-8',
   '.wasm': 'application/wasm', '.json': 'application/json', '.css': 'text/css; charset=utf-8', '.png': 'image/png' };
@@ -28,8 +31,12 @@ export function startHostServer({ relay = null } = {}) {
     if (relay && url.pathname.startsWith('/serve/')) { relayTo(relay.port(), req, res, url); return; }
     // Pyodide's core files (browser Python, B6) from the npm package: /node_modules/pyodide/<file>.
     const py = /^\/node_modules\/pyodide\/([A-Za-z0-9_.-]+)$/.exec(url.pathname);
-    const file = py ? path.join(pyodideDir, py[1]) : path.resolve(root, '.' + decodeURIComponent(url.pathname));
-    if ((!py && !file.startsWith(root + path.sep)) || !fs.existsSync(file) || !fs.statSync(file).isFile()) {
+    const core = url.pathname === '/build-wasm/taskyon_core.wasm';
+    // The example tool definitions (the demo installs them): /examples/tools/<name>.json.
+    const example = /^\/examples\/tools\/([A-Za-z0-9_-]+\.json)$/.exec(url.pathname);
+    const file = core ? CORE_WASM : example ? path.join(examplesDir, example[1])
+      : py ? path.join(pyodideDir, py[1]) : path.resolve(root, '.' + decodeURIComponent(url.pathname));
+    if ((!py && !core && !example && !file.startsWith(root + path.sep)) || !fs.existsSync(file) || !fs.statSync(file).isFile()) {
       res.writeHead(404).end('not found');
       return;
     }
@@ -44,11 +51,13 @@ export function startHostServer({ relay = null } = {}) {
 
 // A strict CSP for a host page: its own scripts, the sandbox bootstrap's hash
 // (a srcdoc iframe inherits the page's CSP, the intersection applies) and
-// blob: workers; nothing else. The hash is computed from the file served.
+// blob: workers; 'wasm-unsafe-eval' for the wasm core the page itself runs
+// (the sandbox iframes' own CSP still refuses it); nothing else. The hash is
+// computed from the file served.
 export function strictHostCsp() {
   const boot = fs.readFileSync(path.join(root, 'sandbox', 'bootstrap.js'));
   const hash = 'sha256-' + crypto.createHash('sha256').update(boot).digest('base64');
-  return `default-src 'none'; script-src 'self' '${hash}' blob:; worker-src blob:; connect-src 'self'; base-uri 'none'; form-action 'none'; object-src 'none'`;
+  return `default-src 'none'; script-src 'self' '${hash}' 'wasm-unsafe-eval' blob:; worker-src blob:; connect-src 'self'; base-uri 'none'; form-action 'none'; object-src 'none'`;
 }
 
 function relayTo(port, req, res, url) {
