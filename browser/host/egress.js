@@ -13,7 +13,7 @@
 // `policy_blocked`, `invalid_request`, `too_large`, `timeout`, `network`,
 // `not_found`, `unauthorized`, …): the tool sees a CapabilityError with it.
 
-import { FetchRefused } from './fetch.js';
+import { FetchRefused, readCapped, requestLimit } from './fetch.js';
 
 /** Proxy-call limits: the server's own timeout and caps apply upstream. */
 export const EGRESS_DEFAULTS = Object.freeze({
@@ -60,8 +60,7 @@ function fromBase64(b64) {
  * @returns {Promise<{status: number, statusText: string, headers: [string, string][], body: ArrayBuffer}>}
  */
 export async function egressFetch(req, who, egress, signal) {
-  const timeout = AbortSignal.timeout(egress.timeoutMs ?? EGRESS_DEFAULTS.timeoutMs);
-  const all = AbortSignal.any(signal ? [timeout, signal] : [timeout]);
+  const limit = requestLimit(egress.timeoutMs ?? EGRESS_DEFAULTS.timeoutMs, signal, 'the egress proxy did not answer in time');
   const payload = { revision: who.revision, url: req.url, method: req.method, headers: req.headers,
     body: req.body === null ? null : toBase64(req.body) };
   if (who.task) payload.task = who.task;
@@ -71,23 +70,15 @@ export async function egressFetch(req, who, egress, signal) {
       method: 'POST',
       headers: { 'Authorization': 'Bearer ' + egress.token, 'Content-Type': 'application/json' },
       body: JSON.stringify(payload),
-      credentials: 'omit', redirect: 'error', cache: 'no-store', referrerPolicy: 'no-referrer', signal: all,
+      credentials: 'omit', redirect: 'error', cache: 'no-store', referrerPolicy: 'no-referrer', signal: limit.signal,
     });
   } catch (e) {
-    if (all.aborted) throw timeout.aborted ? new FetchRefused('timeout', 'the egress proxy did not answer in time') : new FetchRefused('cancelled', 'the call ended or was aborted');
-    throw new FetchRefused('egress_unavailable', 'the egress proxy cannot be reached: ' + (e && e.message));
+    throw limit.stopped() || new FetchRefused('egress_unavailable', 'the egress proxy cannot be reached: ' + (e && e.message));
   }
-  let text;
-  try {
-    const declared = Number(response.headers.get('content-length'));
-    const max = egress.maxAnswerBytes ?? EGRESS_DEFAULTS.maxAnswerBytes;
-    if (declared > max) throw new FetchRefused('response_too_large', 'the proxy\'s answer exceeds ' + max + ' bytes');
-    text = await response.text();
-    if (text.length > max) throw new FetchRefused('response_too_large', 'the proxy\'s answer exceeds ' + max + ' bytes');
-  } catch (e) {
-    if (e instanceof FetchRefused) throw e;
-    throw new FetchRefused(all.aborted ? 'timeout' : 'egress_unavailable', 'reading the proxy\'s answer failed: ' + (e && e.message));
-  }
+  // The answer's size is capped while it streams (fetch.js readCapped), never after reading it all.
+  const bytes = await readCapped(response, egress.maxAnswerBytes ?? EGRESS_DEFAULTS.maxAnswerBytes, limit,
+    { what: 'the proxy\'s answer', failCode: 'egress_unavailable' });
+  const text = new TextDecoder().decode(bytes);
   let answer;
   try { answer = JSON.parse(text); } catch { answer = null; }
   if (response.status !== 200) {

@@ -16,7 +16,7 @@
 // * Every creation and destruction is appended to `host.log` with its reason
 //   (the in-page sandbox log; the checks read it).
 
-import { Sandbox, loadAssets } from './sandbox.js';
+import { Sandbox, loadAssets, fetchAsset } from './sandbox.js';
 import { refuseAll } from './policy.js';
 import { egressOptions } from './egress.js';
 import { loadPyodideFiles, pythonAssets } from './python.js';
@@ -62,7 +62,6 @@ export class SandboxHost {
     this._pyodideBase = new URL(o.pyodideBase || '../../node_modules/pyodide/', import.meta.url);
     this._retained = new Map();  // key -> Sandbox
     this._queues = new Map();    // key -> tail promise
-    this._active = new Map();    // tool -> revision
     this._live = new Set();      // every live sandbox, retained or disposable
     this.log = [];               // {seq, at, event, sandbox, tool, revision, session, reason, detail}
     this._onWindowMessage = (e) => {
@@ -89,7 +88,7 @@ export class SandboxHost {
     if (!this._pythonAssets) {
       this._pythonAssets = (async () => {
         const js = await this.assets();
-        const harness = await (await fetch(new URL('python_harness.js', this._assetsBase), { cache: 'no-store' })).text();
+        const harness = await (await fetchAsset(this._assetsBase, 'python_harness.js')).text();
         return pythonAssets(js, harness, await loadPyodideFiles(this._pyodideBase), this._testing);
       })();
       this._pythonAssets.catch(() => { this._pythonAssets = null; });  // a refused file is retried next time, never half-used
@@ -190,7 +189,6 @@ export class SandboxHost {
 
   /** Activates `revision` under `tool`: every sandbox of another revision of it is destroyed (S3). */
   activate(tool, revision) {
-    this._active.set(tool, revision);
     for (const sb of [...this._live]) {
       if (sb.tool === tool && sb.revision !== revision) sb.destroy('superseded', `${tool} is now ${revision}`);
     }

@@ -86,7 +86,7 @@ function escapeAttribute(s) {
 export function customHtmlDocument(html, title = 'Taskyon') {
   return '<!doctype html><html><head>'
     + `<meta http-equiv="Content-Security-Policy" content="${escapeAttribute(POPUP_CSP)}">`
-    + `<meta charset="utf-8"><title>${escapeAttribute(title)}</title>`
+    + `<meta charset="utf-8"><title>${escapeAttribute(String(title))}</title>`
     + '<style>html,body{margin:0;height:100%}iframe{border:0;width:100%;height:100%;display:block}</style>'
     + `</head><body><iframe sandbox="allow-scripts" referrerpolicy="no-referrer" srcdoc="${escapeAttribute(html)}"></iframe></body></html>`;
 }
@@ -121,6 +121,9 @@ export class PopupHost {
   open(r) {
     const { tool, revision } = r;
     const isHtml = typeof r.html === 'string';
+    if (r.title !== undefined && typeof r.title !== 'string') {
+      return this._decide(tool, revision, String(isHtml ? CUSTOM_HTML : r.url), 'refused', 'bad_request', 'a popup title must be a string');
+    }
     let target = CUSTOM_HTML, url = '';
     if (!isHtml) {
       try { url = new URL(String(r.url)).href; target = popupTarget(new URL(url).origin); } catch { target = null; }

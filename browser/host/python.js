@@ -8,6 +8,7 @@
 // without it loadPyodide never settles) and a longer start timeout.
 
 import { PYODIDE_MANIFEST } from './pyodide-manifest.js';
+import { fetchAsset } from './sandbox.js';
 
 /** Milliseconds a Python sandbox has to boot (Pyodide takes ~5-6 s on an idle 2-core machine, 30 s and more when it is loaded). */
 export const PYTHON_START_TIMEOUT_MS = 60000;
@@ -63,9 +64,7 @@ async function verifiedFile(base, name, want, useCache) {
   if (have) { verified.set(want.sha256, have); return have; }
   let bytes;
   try {
-    const r = await fetch(new URL(name, base), { credentials: 'omit', cache: 'no-store' });
-    if (!r.ok) throw new Error('HTTP ' + r.status);
-    bytes = await r.arrayBuffer();
+    bytes = await (await fetchAsset(base, name)).arrayBuffer();
   } catch (e) {
     throw new AssetError('asset_unavailable', `Pyodide core file ${name} could not be fetched: ${e && e.message}`);
   }

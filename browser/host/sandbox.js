@@ -8,7 +8,7 @@
 // stops it at once (BROWSER.md), and the page cannot tell whether a worker
 // stopped, so it never relies on terminate() alone.
 
-import { validateMessage } from './validate.js';
+import { validateMessage, checkRequest, LIMITS } from './validate.js';
 import { directFetch, FetchRefused } from './fetch.js';
 import { egressFetch } from './egress.js';
 
@@ -26,16 +26,24 @@ export const START_TIMEOUT_MS = 10000;
  * @param {URL} base the folder of bootstrap.js and harness.js
  */
 export async function loadAssets(base) {
-  const get = async (name) => {
-    const r = await fetch(new URL(name, base), { cache: 'no-store' });
-    if (!r.ok) throw new Error(`sandbox asset ${name}: HTTP ${r.status}`);
-    return r.text();
-  };
+  const get = async (name) => (await fetchAsset(base, name)).text();
   const [bootstrap, harness] = await Promise.all([get('bootstrap.js'), get('harness.js')]);
   if (/<\/script|<!--/i.test(bootstrap)) throw new Error('bootstrap.js must not contain "</script" or "<!--" (it is inlined)');
   const digest = await crypto.subtle.digest('SHA-256', new TextEncoder().encode(bootstrap));
   const hash = 'sha256-' + btoa(String.fromCharCode(...new Uint8Array(digest)));
   return Object.freeze({ bootstrap, harness, hash, csp: sandboxCsp(hash) });
+}
+
+/**
+ * One asset of the host page (a sandbox script, a Pyodide core file): no credentials, no
+ * cache, and an HTTP error is an error (never a page of error text taken as the asset).
+ * @param {URL} base @param {string} name
+ * @returns {Promise<Response>} the response, status 2xx
+ */
+export async function fetchAsset(base, name) {
+  const r = await fetch(new URL(name, base), { credentials: 'omit', cache: 'no-store' });
+  if (!r.ok) throw new Error(`asset ${name}: HTTP ${r.status}`);
+  return r;
 }
 
 /** An error whose `code` is the destruction reason or a start failure. */
@@ -138,14 +146,13 @@ export class Sandbox {
     const v = validateMessage(e.data, e.ports ? e.ports.length : 0, expect);
     if (v.ok === false) {
       for (const p of e.ports || []) p.close();
-      const d = e.data;
-      const crashed = d && typeof d === 'object' && d.t === 'supervisor' && d.reason === 'worker_error';
+      const crashed = v.code === 'crashed';  // the supervisor's worker_error (a forged one is protocol_error)
       // Line numbers of a worker error count from the harness; name the tool code's line.
       const detail = crashed ? v.reason.replace(/ at line (\d+)\)$/, (_, n) => {
         const line = Number(n) - this._codeLine;
         return line >= 1 ? ` at line ${line} of the tool code)` : ` in the harness, line ${n})`;
       }) : v.reason;
-      this.destroy(crashed ? 'crashed' : 'protocol_error', detail);
+      this.destroy(v.code, detail);
       return;
     }
     const m = v.msg;
@@ -157,7 +164,10 @@ export class Sandbox {
       this._startWaiter = null;
       w.resolve();
     } else if (m.t === 'log') {
-      if (this._call.logs.length >= 1000) { this.destroy('protocol_error', 'more than 1000 log messages in one call'); return; }
+      if (this._call.logs.length >= LIMITS.logsPerCall) {
+        this.destroy('protocol_error', `more than ${LIMITS.logsPerCall} log messages in one call`);
+        return;
+      }
       this._call.logs.push({ level: m.level, text: m.text });
     } else if (m.t === 'result') {
       const call = this._call;
@@ -172,16 +182,29 @@ export class Sandbox {
 
   async _onFetch(m) {
     const call = this._call;
-    if (call.requests.has(m.req) || call.requests.size >= 64) {
-      this.destroy('protocol_error', 'a repeated request id or more than 64 requests in one call');
+    if (call.requests.has(m.req) || call.requests.size >= LIMITS.requestsPerCall) {
+      this.destroy('protocol_error', `a repeated request id or more than ${LIMITS.requestsPerCall} requests in one call`);
       return;
     }
     call.requests.add(m.req);
     const reply = (r) => {
       if (this._call === call && this.state === 'busy') this.port.postMessage({ t: 'fetch_result', id: call.id, req: m.req, ...r }, r.body ? [r.body] : []);
     };
-    if (this._o.egress) { this._strictFetch(m, call, reply); return; }
-    const request = { revision: this.revision, session: this.session, tool: this.tool, url: m.url, method: m.method, headers: m.headers };
+    const req = { url: m.url, method: m.method, headers: m.headers, body: m.body };
+    // The request rules hold in both modes, before the policy or the proxy sees the request.
+    const refused = checkRequest(req);
+    if (refused) { reply({ ok: false, ...refused }); return; }
+    try {
+      const r = this._o.egress ? await this._strictFetch(req, call) : await this._directFetch(req, call);
+      reply({ ok: true, status: r.status, statusText: r.statusText, headers: r.headers, body: r.body });
+    } catch (e) {
+      reply({ ok: false, code: e instanceof FetchRefused ? e.code : 'network_error', message: String(e && e.message) });
+    }
+  }
+
+  // Direct mode: the page's `decide`, then the page's own fetch (fetch.js).
+  async _directFetch(req, call) {
+    const request = { revision: this.revision, session: this.session, tool: this.tool, url: req.url, method: req.method, headers: req.headers };
     let verdict;
     try {
       verdict = await this._o.decide(request);
@@ -189,28 +212,14 @@ export class Sandbox {
       verdict = { allow: false, code: 'policy_error', message: String(e && e.message) };
     }
     if (!verdict || verdict.allow !== true) {
-      reply({ ok: false, code: String(verdict?.code || 'denied'), message: String(verdict?.message || 'refused by the policy') });
-      return;
+      throw new FetchRefused(String(verdict?.code || 'denied'), String(verdict?.message || 'refused by the policy'));
     }
-    try {
-      const r = await directFetch({ url: m.url, method: m.method, headers: m.headers, body: m.body },
-        { ...this._o.fetchOptions, omitAddressSpace: Boolean(this._testing.omitAddressSpace), signal: call.controller.signal });
-      reply({ ok: true, status: r.status, statusText: r.statusText, headers: r.headers, body: r.body });
-    } catch (e) {
-      const code = e instanceof FetchRefused ? e.code : 'network_error';
-      reply({ ok: false, code, message: String(e && e.message) });
-    }
+    return directFetch(req, { ...this._o.fetchOptions, omitAddressSpace: Boolean(this._testing.omitAddressSpace), signal: call.controller.signal });
   }
 
   // B8: strict mode. The server decides from its own store; the page's decide is bypassed.
-  async _strictFetch(m, call, reply) {
-    try {
-      const r = await egressFetch({ url: m.url, method: m.method, headers: m.headers, body: m.body },
-        { revision: this.revision }, this._o.egress, call.controller.signal);
-      reply({ ok: true, status: r.status, statusText: r.statusText, headers: r.headers, body: r.body });
-    } catch (e) {
-      reply({ ok: false, code: e instanceof FetchRefused ? e.code : 'network_error', message: String(e && e.message) });
-    }
+  _strictFetch(req, call) {
+    return egressFetch(req, { revision: this.revision }, this._o.egress, call.controller.signal);
   }
 
   _endCall() {

@@ -19,6 +19,9 @@ export const LIMITS = Object.freeze({
 
 const LEVELS = new Set(['log', 'info', 'warn', 'error', 'debug']);
 
+/** The reasons bootstrap.js reports (`{t: 'supervisor', reason, detail}`); worker_error is `crashed`. */
+const SUPERVISOR_REASONS = new Set(['second_bind', 'bad_host_message', 'messageerror', 'worker_failed', 'worker_error', 'forged_supervisor']);
+
 function isPlain(d) {
   return d !== null && typeof d === 'object' && !Array.isArray(d) && Object.getPrototypeOf(d) === Object.prototype;
 }
@@ -38,10 +41,11 @@ const uint = (v) => Number.isSafeInteger(v) && v >= 0;
  * @param {any} d            event.data
  * @param {number} portCount event.ports.length (must be 0)
  * @param {{state: string, callId: number|null}} expect what the host waits for
- * @returns {{ok: true, msg: any} | {ok: false, reason: string}}
+ * @returns {{ok: true, msg: any} | {ok: false, reason: string, code: string}}
+ *   code: the destruction reason, 'crashed' for the supervisor's worker_error, else 'protocol_error'
  */
 export function validateMessage(d, portCount, expect) {
-  const bad = (reason) => /** @type {{ok: false, reason: string}} */ ({ ok: false, reason });
+  const bad = (reason) => /** @type {{ok: false, reason: string, code: string}} */ ({ ok: false, reason, code: 'protocol_error' });
   if (portCount !== 0) return bad('a message carried a MessagePort (one port per sandbox)');
   if (!isPlain(d) || typeof d.t !== 'string') return bad('not a plain object with a type');
   switch (d.t) {
@@ -49,9 +53,18 @@ export function validateMessage(d, portCount, expect) {
       if (!exactKeys(d, ['t'])) return bad('ready: unexpected fields');
       if (expect.state !== 'starting') return bad('ready: not starting');
       return { ok: true, msg: d };
-    case 'supervisor':
-      // The supervisor reports a boundary event (second bind, worker error): always fatal.
-      return bad('supervisor: ' + String(d.reason).slice(0, 64) + (d.detail ? ' (' + String(d.detail).slice(0, 256) + ')' : ''));
+    case 'supervisor': {
+      // The supervisor reports a boundary event (second bind, worker error, a worker
+      // message of its type): always fatal. Only the supervisor can put this type on
+      // the port (bootstrap.js refuses it from the worker as forged_supervisor), so a
+      // well-formed worker_error is a crash; anything else is a protocol violation.
+      if (!exactKeys(d, ['t', 'reason', 'detail']) || !SUPERVISOR_REASONS.has(d.reason) || !str(d.detail, LIMITS.errorText)) {
+        return bad('supervisor: malformed report');
+      }
+      const r = bad('supervisor: ' + d.reason + (d.detail ? ' (' + d.detail.slice(0, 256) + ')' : ''));
+      if (d.reason === 'worker_error') r.code = 'crashed';
+      return r;
+    }
     case 'result': {
       if (expect.state !== 'busy' || d.id !== expect.callId) return bad('result: not for the running call');
       if (d.ok === true) {
@@ -83,4 +96,72 @@ export function validateMessage(d, portCount, expect) {
     default:
       return bad('unknown message type');
   }
+}
+
+// ---------------------------------------------------------------- request checks
+
+/** Methods refused as in the CLI (fetch.h step 2, the Fetch standard's forbidden methods). */
+const FORBIDDEN_METHODS = new Set(['CONNECT', 'TRACE', 'TRACK']);
+
+/**
+ * Request header names refused (compared lowercase; `prefix` ones by prefix): the CLI's
+ * kRefusedHeaders (src/taskyon/capability/fetch.h) and the Fetch standard's forbidden
+ * request-header names, so direct and strict mode refuse the same set before anything leaves.
+ * @type {ReadonlyArray<{name: string, prefix?: boolean, why: string}>}
+ */
+export const REFUSED_HEADERS = Object.freeze([
+  { name: 'cookie', why: 'cookies are ambient credentials (M9); a tool sends its own credentials via {{secret:NAME}}' },
+  { name: 'cookie2', why: 'cookies are ambient credentials (M9)' },
+  { name: 'set-cookie', why: 'cookies are ambient credentials (M9)' },
+  { name: 'host', why: 'the host comes from the checked URL only' },
+  { name: 'proxy-', prefix: true, why: 'proxy headers address a proxy, and there is none' },
+  { name: 'sec-', prefix: true, why: 'Sec- headers are the user agent\'s (Fetch standard)' },
+  { name: 'connection', why: 'a hop-by-hop header (RFC 9110 §7.6.1)' },
+  { name: 'keep-alive', why: 'a hop-by-hop header (RFC 9110 §7.6.1)' },
+  { name: 'transfer-encoding', why: 'message framing is the transport\'s (RFC 9112 §6.1)' },
+  { name: 'content-length', why: 'message framing is the transport\'s (RFC 9112 §6.2)' },
+  { name: 'te', why: 'a hop-by-hop header (RFC 9110 §10.1.4)' },
+  { name: 'trailer', why: 'a hop-by-hop header (RFC 9110 §6.6.2)' },
+  { name: 'upgrade', why: 'a protocol switch is not a fetch (RFC 9110 §7.8)' },
+  { name: 'expect', why: 'Expect changes framing (RFC 9110 §10.1.1)' },
+  { name: 'x-http-method', why: 'a method override would let a read grant write' },
+  { name: 'x-http-method-override', why: 'a method override would let a read grant write' },
+  { name: 'x-method-override', why: 'a method override would let a read grant write' },
+  { name: 'origin', why: 'the origin is the user agent\'s or the proxy\'s, never the tool\'s (Fetch standard)' },
+  { name: 'referer', why: 'no referrer is sent (Fetch standard)' },
+  { name: 'accept-charset', why: 'a forbidden request header (Fetch standard)' },
+  { name: 'accept-encoding', why: 'content coding is the transport\'s (Fetch standard)' },
+  { name: 'access-control-request-headers', why: 'CORS preflight headers are the user agent\'s (Fetch standard)' },
+  { name: 'access-control-request-method', why: 'CORS preflight headers are the user agent\'s (Fetch standard)' },
+  { name: 'date', why: 'a forbidden request header (Fetch standard)' },
+  { name: 'dnt', why: 'a forbidden request header (Fetch standard)' },
+  { name: 'via', why: 'a forbidden request header (Fetch standard)' },
+]);
+
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;  // RFC 9110 §5.6.2
+const BAD_VALUE = /[\r\n\0]/;                     // RFC 9110 §5.5
+
+/** A header name as shown in a message: at most 64 characters, odd ones escaped (as the CLI's). */
+function shown(s) {
+  const out = s.slice(0, 64).replace(/[^\x20-\x7e]|["\\]/g, (c) => '\\x' + c.charCodeAt(0).toString(16).padStart(2, '0'));
+  return s.length > 64 ? out + '...' : out;
+}
+
+/**
+ * The request rules of every mediated request (direct and strict mode), after validateMessage
+ * accepted its shape: the CLI's fetch.h steps 2 and 4 with its codes. A refusal is the tool's
+ * CapabilityError, not a protocol violation (the sandbox is kept).
+ * @param {{method: string, headers: [string, string][]}} req
+ * @returns {null | {code: 'invalid_request'|'policy_blocked', message: string}}
+ */
+export function checkRequest(req) {
+  if (FORBIDDEN_METHODS.has(req.method)) return { code: 'policy_blocked', message: `method ${req.method} is refused` };
+  for (const [name, value] of req.headers) {
+    if (!TOKEN.test(name)) return { code: 'invalid_request', message: `header name "${shown(name)}" is not an HTTP token (RFC 9110 §5.6.2)` };
+    const lower = name.toLowerCase();
+    const refused = REFUSED_HEADERS.find((h) => (h.prefix ? lower.startsWith(h.name) : lower === h.name));
+    if (refused) return { code: 'policy_blocked', message: `header "${shown(name)}" is refused: ${refused.why}` };
+    if (BAD_VALUE.test(value)) return { code: 'invalid_request', message: `the value of header "${shown(name)}" holds CR, LF or NUL (RFC 9110 §5.5)` };
+  }
+  return null;
 }

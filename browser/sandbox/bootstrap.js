@@ -15,8 +15,12 @@
 //      an opaque origin), handed the host-verified `files` as `{t: 'boot'}`;
 //   3. relays: host -> worker for calls and replies, worker -> host for
 //      everything, ports included, so the host sees (and refuses) any message
-//      or port the tool code makes up. It decides nothing else: every message
-//      is validated in the host page.
+//      or port the tool code makes up — except a worker message of the
+//      supervisor's own type (`t: 'supervisor'`): worker and supervisor share
+//      the port, so such a message would pass for the supervisor's report (a
+//      made-up `worker_error` recorded as `crashed`); it is reported as
+//      `forged_supervisor` instead (a protocol violation). It decides nothing
+//      else: every message is validated in the host page.
 (() => {
   'use strict';
   let port = null;
@@ -24,12 +28,18 @@
   const parentWindow = window.parent;
 
   function report(reason, detail) {
-    if (port !== null) port.postMessage({ t: 'supervisor', reason: String(reason), detail: String(detail || '') });
+    if (port !== null) port.postMessage({ t: 'supervisor', reason: String(reason), detail: String(detail || '').slice(-2048) });
   }
 
   function fromWorker(event) {
+    const d = event.data;
+    if (d !== null && typeof d === 'object' && d.t === 'supervisor') {
+      for (const p of event.ports || []) p.close();
+      report('forged_supervisor', 'the worker sent a message of the supervisor\'s type');
+      return;
+    }
     // Ports the worker transfers travel on, so the host can see them and refuse.
-    port.postMessage(event.data, event.ports ? Array.from(event.ports) : []);
+    port.postMessage(d, event.ports ? Array.from(event.ports) : []);
   }
 
   function fromHost(event) {
@@ -82,7 +92,7 @@
     worker.onerror = (e) => {
       e.preventDefault();
       revoke();
-      report('worker_error', (e.message || 'error') + (e.lineno ? ' at line ' + e.lineno : ''));
+      report('worker_error', String(e.message || 'error').slice(0, 1024) + (e.lineno ? ' at line ' + e.lineno : ''));
     };
   });
 })();

@@ -13,7 +13,9 @@
 // code in a fresh globals dict with `args` (the call's JSON arguments as Python
 // values); the value of its last expression is the result (JSON). The runtime
 // (sys, builtins, sys.modules, the in-memory files) is the sandbox's and
-// carries over between the calls of one (revision, session).
+// carries over between the calls of one (revision, session); so the global
+// fetch is one stable function that dispatches to the running call's
+// context.fetch (what a module imported in an earlier call holds still works).
 //
 // Nothing here is a boundary: Python reaches all of this realm through `js`.
 // The boundaries are the opaque origin and the CSP (no connect-src, no eval).
@@ -68,7 +70,20 @@ const __taskyonPython = (code) => {
       const toJson = pyodide.runPython('import json\ndef _taskyon_json(v):\n    return json.dumps(v, allow_nan=False)\n_taskyon_json', { globals: scope });
       scope.destroy();
       const parse = JSON.parse;
-      __taskyonStart(async (args) => {
+      // One stable global fetch for the sandbox's life, dispatching to the running call's
+      // context.fetch: Python modules keep what they imported (pyodide.http._pyfetch does
+      // `from js import fetch as _jsfetch` once, and sys.modules outlives a call), so a
+      // per-call global would leave them the first call's fetch (refused: call_ended).
+      // Between calls it dispatches to the last call's, which refuses (call_ended).
+      let callFetch = null;
+      const stableFetch = function fetch(input, init) {
+        if (callFetch === null) return Promise.reject(new TypeError('fetch: no call is running'));
+        return callFetch(input, init);
+      };
+      self.fetch = stableFetch;
+      __taskyonStart(async (args, context) => {
+        callFetch = context.fetch;
+        self.fetch = stableFetch;  // harness.js set this call's context.fetch; the stable one dispatches to it
         const globals = pyodide.toPy({ args });
         try {
           const value = await pyodide.runPythonAsync(code, { globals, filename: '<tool>' });

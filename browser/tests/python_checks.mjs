@@ -208,6 +208,26 @@ export function pythonChecks(t) {
       return `${n} probes blocked or absent (constructed WebSocket/EventSource/workers reached nothing), js.fetch and pyfetch -> the host policy (its refusal came back as CapabilityError), canary 0; e.g. run_js: ${probes.run_js.slice(0, 60)}`;
     }, 'python'],
 
+    ['B6', 'pyfetch_works_in_every_call', 'two consecutive calls of one retained Python sandbox both use pyodide.http.pyfetch (imported once, kept in sys.modules) and both reach the host policy', async ({ page, canary }) => {
+      await pythonHost(page);
+      canaryLog.length = 0;
+      await page.evaluate(() => { window.seen.length = 0; });
+      const src = `from pyodide.http import pyfetch
+try:
+    await pyfetch(args['u'])
+    out = 'fetched'
+except Exception as e:
+    out = type(e).__name__ + ': ' + str(e)[:200]`;
+      const rs = [];
+      for (const n of [1, 2]) rs.push(await run(page, src, { u: canary + '/p/py_pyfetch_' + n }));
+      expect(rs.every((r) => r.ok) && rs[0].sandbox === rs[1].sandbox, 'the calls failed or did not share a sandbox: ' + JSON.stringify(rs));
+      for (const [i, r] of rs.entries()) expect(/the check policy refuses/.test(r.value), `call ${i + 1}: pyfetch did not reach the host policy: ${r.value}`);
+      const seen = await page.evaluate(() => window.seen);
+      expect([1, 2].every((n) => seen.some((u) => u.endsWith('/p/py_pyfetch_' + n))), 'the host policy saw ' + JSON.stringify(seen));
+      expect(canaryLog.length === 0, 'the canary was reached');
+      return `calls 1 and 2 in sandbox ${rs[0].sandbox}: pyfetch -> the host policy both times (${rs[1].value.slice(0, 60)})`;
+    }, 'python'],
+
     ['B6', 'load_package_refused', 'loadPackage / micropip are refused with a clear error (no verified wheels are shipped); nothing is fetched', async ({ page }) => {
       await pythonHost(page);
       canaryLog.length = 0;

@@ -405,6 +405,18 @@ const checks = [
     return `destroyed: ${e.detail}`;
   }],
 
+  ['B3', 'forged_supervisor_report_destroys', 'tool code posting the supervisor\'s own message type (a made-up worker_error) destroys the sandbox as protocol_error, never crashed', async (env) => {
+    const { page } = env;
+    await newHost(page);
+    const code = "() => { self.postMessage({t: 'supervisor', reason: 'worker_error', detail: 'made up at line 1'}); return new Promise(() => {}); }";
+    const r = await call(page, { tool: 't', revision: 'r-forge', code });
+    const e = destroyed(await hostLog(page), r.sandbox);
+    expect(!r.ok && r.error.code === 'protocol_error', 'the call ended with ' + JSON.stringify(r.error || r.value));
+    expect(e && e.reason === 'protocol_error' && /forged_supervisor/.test(e.detail) && !/made up/.test(e.detail),
+      'recorded as ' + JSON.stringify(e));
+    return `destroyed: ${e.detail}`;
+  }],
+
   ['B3', 'second_port_destroys', 'a message carrying a second MessagePort destroys the sandbox', async (env) => {
     const { page } = env;
     await newHost(page);
@@ -727,6 +739,42 @@ const checks = [
     expect(r.ok && r.value === 'CapabilityError:policy_unavailable', 'got ' + JSON.stringify(r.value ?? r.error));
     expect(canaryLog.length === 0, 'the canary was reached');
     return 'fetch -> CapabilityError policy_unavailable, canary 0, sandbox kept';
+  }],
+
+  ['M13', 'request_headers_checked_before_policy', 'forbidden request headers (Cookie, Origin, Sec-*, Host, Proxy-*), a CR/LF value, a non-token name and CONNECT are refused (policy_blocked / invalid_request) before the page\'s decide is asked; the sandbox is kept', async (env) => {
+    const { page } = env;
+    await page.evaluate(() => {
+      if (window.h) window.h.close();
+      window.asked = [];
+      window.h = new window.taskyon.SandboxHost({ decide: async (r) => { window.asked.push(r.headers); return { allow: false, code: 'refused_by_check', message: 'x' }; } });
+    });
+    canaryLog.length = 0;
+    const r = await call(page, { tool: 'f', revision: 'r-hdr', args: { u: env.canary + '/p/hdr' }, code: `async ({u}, context) => {
+      const out = {};
+      for (const h of ['Cookie', 'Origin', 'Sec-Fetch-Site', 'Host', 'Proxy-Authorization', 'Content-Length', 'X-Fine']) {
+        try { await fetch(u, { headers: { [h]: 'v' } }); out[h] = 'fetched'; } catch (e) { out[h] = e.code; }
+      }
+      // Raw requests past the harness's Headers (tool code can post anything): answered, not fatal.
+      const raw = (req, method, headers) => new Promise((resolve) => {
+        self.addEventListener('message', function on(e) {
+          if (e.data && e.data.t === 'fetch_result' && e.data.req === req) { self.removeEventListener('message', on); resolve(e.data.code); }
+        });
+        self.postMessage({ t: 'fetch', id: context.callId, req, url: u, method, headers, body: null });
+      });
+      out.crlf = await raw(1001, 'GET', [['x-a', 'b\\r\\nCookie: c']]);
+      out.name = await raw(1002, 'GET', [['bad name', 'v']]);
+      out.connect = await raw(1003, 'CONNECT', []);
+      return out;
+    }` });
+    expect(r.ok, 'the call failed: ' + JSON.stringify(r.error));
+    const v = r.value;
+    const blocked = ['Cookie', 'Origin', 'Sec-Fetch-Site', 'Host', 'Proxy-Authorization', 'Content-Length'];
+    expect(blocked.every((h) => v[h] === 'policy_blocked') && v.connect === 'policy_blocked', 'got ' + JSON.stringify(v));
+    expect(v.crlf === 'invalid_request' && v.name === 'invalid_request' && v['X-Fine'] === 'refused_by_check', 'got ' + JSON.stringify(v));
+    const asked = await page.evaluate(() => window.asked);
+    expect(asked.length === 1, 'decide was asked ' + asked.length + ' times: ' + JSON.stringify(asked));
+    expect(canaryLog.length === 0, 'the canary was reached');
+    return `${blocked.length} forbidden headers and CONNECT -> policy_blocked, CR/LF value and non-token name -> invalid_request, decide asked once (X-Fine only), canary 0`;
   }],
 
   ['M2', 'global_fetch_is_context_fetch', 'global fetch is the call\'s context.fetch: both go to the host page and get its decision', async (env) => {

@@ -4,7 +4,7 @@
 // shows which messages are refused.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { validateMessage, LIMITS } from '../host/validate.js';
+import { validateMessage, checkRequest, LIMITS } from '../host/validate.js';
 
 const busy = { state: 'busy', callId: 7 };
 const starting = { state: 'starting', callId: null };
@@ -67,4 +67,46 @@ test('anything else is refused: ports, unknown types, non-plain values, supervis
   refused(Object.assign(Object.create({ t: 'ready' })), starting);  // inherited type
   refused(new (class X { constructor() { this.t = 'ready'; } })(), starting);
   assert.match(refused({ t: 'supervisor', reason: 'second_bind', detail: '' }), /second_bind/);
+});
+
+test('supervisor reports: exact keys and known reasons; only worker_error is a crash', () => {
+  const code = (d) => { const v = validateMessage(d, 0, busy); assert.equal(v.ok, false); return v.ok === false && v.code; };
+  assert.equal(code({ t: 'supervisor', reason: 'worker_error', detail: 'boom at line 3' }), 'crashed');
+  assert.equal(code({ t: 'supervisor', reason: 'forged_supervisor', detail: 'x' }), 'protocol_error');
+  assert.equal(code({ t: 'supervisor', reason: 'second_bind', detail: '' }), 'protocol_error');
+  assert.equal(code({ t: 'supervisor', reason: 'worker_error', detail: 'x', extra: 1 }), 'protocol_error');
+  assert.equal(code({ t: 'supervisor', reason: 'worker_error' }), 'protocol_error');                  // no detail
+  assert.equal(code({ t: 'supervisor', reason: 'made_up', detail: '' }), 'protocol_error');
+  assert.equal(code({ t: 'supervisor', reason: 'worker_error', detail: 7 }), 'protocol_error');
+  assert.equal(code({ t: 'supervisor', reason: 'worker_error', detail: 'x'.repeat(LIMITS.errorText + 1) }), 'protocol_error');
+  assert.match(refused({ t: 'supervisor', reason: 'worker_error', detail: 'x', extra: 1 }), /malformed/);
+  assert.equal(code({ t: 'grant' }), 'protocol_error');
+});
+
+test('request rules: header names are tokens, values without CR/LF/NUL, forbidden headers and methods refused', () => {
+  const get = (headers, method = 'GET') => checkRequest({ method, headers });
+  assert.equal(get([]), null);
+  assert.equal(get([['accept', '*/*'], ['x-api-key', 'k'], ['Authorization', 'Bearer {{secret:T}}'], ['content-type', 'text/plain']]), null);
+  assert.equal(get([], 'POST'), null);
+  for (const m of ['CONNECT', 'TRACE', 'TRACK']) assert.equal(get([], m)?.code, 'policy_blocked', m);
+  for (const n of ['', 'a b', 'a:b', 'a\r\nb', 'ä', 'x(y)', 'a\0']) {
+    assert.equal(get([[n, 'v']])?.code, 'invalid_request', JSON.stringify(n));
+  }
+  for (const v of ['a\rb', 'a\nb', 'a\0b', 'x\r\nInjected: 1']) {
+    const r = get([['x-ok', v]]);
+    assert.equal(r?.code, 'invalid_request', JSON.stringify(v));
+    assert.match(r.message, /CR, LF or NUL/);
+  }
+  const forbidden = ['Cookie', 'cookie2', 'Host', 'Connection', 'Content-Length', 'Transfer-Encoding', 'Keep-Alive', 'TE',
+    'Trailer', 'Upgrade', 'Expect', 'Proxy-Authorization', 'proxy-x', 'Sec-Fetch-Site', 'sec-anything', 'Origin', 'Referer',
+    'Accept-Charset', 'Accept-Encoding', 'Access-Control-Request-Headers', 'Access-Control-Request-Method', 'Date', 'DNT',
+    'Via', 'Set-Cookie', 'X-HTTP-Method-Override', 'X-HTTP-Method', 'X-Method-Override'];
+  for (const n of forbidden) {
+    const r = get([['accept', '*/*'], [n, 'v']]);
+    assert.equal(r?.code, 'policy_blocked', n);
+    assert.match(r.message, new RegExp(`header "${n}" is refused: `));
+  }
+  assert.equal(get([['cookies', 'v'], ['hostname', 'x'], ['x-origin', 'y']]), null);  // exact names, not prefixes
+  assert.match(get([['a b'.repeat(40), 'v']]).message, /\.\.\.".*token/);                  // long names cut when shown
+  assert.match(get([['a\u0001', 'v']]).message, /a\\x01/);                                // odd characters escaped
 });
