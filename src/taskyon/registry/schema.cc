@@ -280,17 +280,21 @@ Result<void> load(const json::Value& parameters, valijson::Schema& schema) {
 // matched so far. Widened (widen_huge_unsigned, widen_integer_multiple_of)
 // before compiling; widening is a no-op on a schema that needs none.
 struct Compiled {
-  json::Value parameters;  // as given: an entry serves only an equal schema
+  json::Value parameters;  // as given (cached entries only): an entry serves only an equal schema
   json::Value widened;     // what `schema` was built from, kept while it lives
   std::size_t bytes = 0;   // the schema's JSON text: what the cache's byte bound counts
   valijson::Schema schema;
   valijson_re2::Patterns patterns;
 };
 
-Result<std::shared_ptr<Compiled>> compile(const json::Value& parameters) {
+// `for_cache`: keep a copy of `parameters` and its size for Cache (an
+// uncached compile does not pay for either).
+Result<std::shared_ptr<Compiled>> compile(const json::Value& parameters, bool for_cache) {
   auto compiled = std::make_shared<Compiled>();
-  compiled->parameters = parameters;
-  compiled->bytes = parameters.dump().size();
+  if (for_cache) {
+    compiled->parameters = parameters;
+    compiled->bytes = parameters.dump().size();
+  }
   compiled->widened = parameters;
   widen_huge_unsigned(compiled->widened);
   widen_integer_multiple_of(compiled->widened);
@@ -426,7 +430,7 @@ Result<void> check_parameters_schema(const json::Value& parameters) {
 
 Result<void> validate_arguments(const json::Value& parameters, const json::Value& arguments) {
   if (auto r = check_size(arguments); !r) return r;
-  auto compiled = compile(parameters);
+  auto compiled = compile(parameters, /*for_cache=*/false);
   if (!compiled) return std::unexpected(compiled.error());
   return validate_compiled(**compiled, arguments);
 }
@@ -435,7 +439,7 @@ Result<void> validate_arguments(const json::Value& parameters, const json::Value
   if (auto r = check_size(arguments); !r) return r;
   std::shared_ptr<Compiled> compiled = cache().find(revision, parameters);
   if (!compiled) {
-    auto fresh = compile(parameters);
+    auto fresh = compile(parameters, /*for_cache=*/true);
     if (!fresh) return std::unexpected(fresh.error());  // a schema valijson refuses is never cached
     compiled = std::move(*fresh);
     cache().put(revision, compiled);

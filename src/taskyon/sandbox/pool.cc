@@ -407,27 +407,22 @@ struct Pool::Impl {
       slot->code = request.tool.code;
       if (auto refusal = install(*slot, request, node_exe, sandbox)) return std::move(*refusal);
     }
-    bool load_crashed = false;
-    auto outcome = run(*sandbox, fresh, request, load_frame, id, call_frame, deadline, &load_crashed);
-    if (!outcome) {
-      retire(*slot, sandbox, "crashed");
-      return outcome;
-    }
-    if (outcome->destroyed) outcome->destroyed = retire(*slot, sandbox, *outcome->destroyed);
-    // A spare that died before it could take the code (killed while idle, an
-    // instant the idle check can miss) never costs the call: it is logged as
-    // crashed and the call gets a sandbox started for it.
-    if (from_spare && load_crashed && !request.cancel.cancelled() && Clock::now() < deadline) {
-      sandbox.reset();
-      if (auto refusal = install(*slot, request, node_exe, sandbox)) return std::move(*refusal);
-      outcome = run(*sandbox, /*fresh=*/true, request, load_frame, id, call_frame, deadline);
+    for (;;) {
+      bool load_crashed = false;
+      auto outcome = run(*sandbox, fresh, request, load_frame, id, call_frame, deadline, &load_crashed);
       if (!outcome) {
         retire(*slot, sandbox, "crashed");
         return outcome;
       }
       if (outcome->destroyed) outcome->destroyed = retire(*slot, sandbox, *outcome->destroyed);
+      // A spare that died before it could take the code (killed while idle,
+      // an instant the idle check can miss) never costs the call: it is
+      // logged as crashed and the call gets, once, a sandbox started for it.
+      if (!(from_spare && load_crashed) || request.cancel.cancelled() || Clock::now() >= deadline) return outcome;
+      from_spare = false;
+      sandbox.reset();
+      if (auto refusal = install(*slot, request, node_exe, sandbox)) return std::move(*refusal);
     }
-    return outcome;
   }
 
   Result<CallOutcome> call_disposable(const CallRequest& request, const std::string& node_exe, std::uint64_t id,
