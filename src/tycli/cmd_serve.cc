@@ -59,7 +59,7 @@ int serve(Globals& g, const ServeArgs& a) {
     return report(g, selected.error());
   if (auto budget = apply_memory_budget(core.runtime, a.memory_budget_mib); !budget) return report(g, budget.error());
   if (a.max_sandboxes < 0 || a.max_sandboxes > 1024)
-    return report(g, {Errc::bad_usage, "--max-sandboxes must be 1..1024", "--max-sandboxes"});
+    return report(g, {Errc::bad_usage, "--max-sandboxes must be 0 (the default) or 1..1024", "--max-sandboxes"});
   if (a.max_sandboxes > 0) core.runtime.max_live = static_cast<std::size_t>(a.max_sandboxes);
   const auto max_wait = core.max_timeout + std::chrono::seconds(30);
   auto host = taskyon::host::Host::open(std::move(core));

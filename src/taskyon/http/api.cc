@@ -123,6 +123,9 @@ struct Api {
     }
     Slot slot;
     if (!take(slot)) return busy();
+    // A client that hangs up cancels its call (H5), as on /mcp and /v1/fetch.
+    const sandbox::CancelToken cancel = request.cancel;
+    ClientWatch watch(r.client_gone, [cancel] { cancel.cancel(); });
     // The host compiles, pins, runs and stores it as `tycli call` does (same task ids).
     auto inv = core.call(session, request);
     if (!inv) return error(inv.error());

@@ -65,25 +65,12 @@ Response egress_fetch(const std::string& body, const EgressOptions& options,
   capabilities.ask = {};  // nobody to ask: an ungranted origin is denied
   sandbox::CancelToken cancel;
   sandbox::CapabilityReply reply;
-  std::mutex watch_mu;
-  std::condition_variable watch_cv;
-  bool fetched = false;
-  std::thread watcher([&] {  // a browser host that hung up aborts its fetch
-    std::unique_lock lock(watch_mu);
-    while (!watch_cv.wait_for(lock, std::chrono::milliseconds(50), [&] { return fetched; }))
-      if (client_gone()) return cancel.cancel();
-  });
   {
+    ClientWatch watch(client_gone, [&] { cancel.cancel(); });  // a browser host that hung up aborts its fetch
     invoke::HostCapabilities host(*st, std::move(call), {}, revision, held->manifest.name, std::move(capabilities));
     reply = host.handle(revision, sandbox::CapabilityOp::fetch, args, cancel,
                         std::chrono::steady_clock::now() + options.deadline);
   }
-  {
-    std::lock_guard lock(watch_mu);
-    fetched = true;
-  }
-  watch_cv.notify_all();
-  watcher.join();
   if (!reply.ok()) return Response::error(status_for_fetch(*reply.code), *reply.code, reply.message);
   return Response::json(200, reply.value);
 }

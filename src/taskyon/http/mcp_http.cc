@@ -131,6 +131,16 @@ struct McpEndpoint::Impl {
   // The client of `x` is gone: its running calls are cancelled like a
   // notifications/cancelled would (H5), so their sandboxes are destroyed.
   static void abandon(Session& s, Exchange& x) {
+    const auto pending = cancel_running(s, x, "the client disconnected");
+    std::lock_guard lock(s.mu);
+    for (const auto& k : pending) s.cancelled.insert(k);
+    s.finish(x);
+  }
+
+  // Not under mu: cancels the calls of `x` still running, as a
+  // notifications/cancelled with `reason` would; returns their keys. A POST
+  // past its wait does this too, so no call runs on that nobody will read.
+  static std::vector<std::string> cancel_running(Session& s, Exchange& x, std::string_view reason) {
     std::vector<std::string> pending;
     {
       std::lock_guard lock(s.mu);
@@ -140,10 +150,8 @@ struct McpEndpoint::Impl {
     for (const auto& k : pending)
       s.connection->receive_value({{"jsonrpc", "2.0"},
                                    {"method", "notifications/cancelled"},
-                                   {"params", {{"requestId", Value::parse(k)}, {"reason", "the client disconnected"}}}});
-    std::lock_guard lock(s.mu);
-    for (const auto& k : pending) s.cancelled.insert(k);
-    s.finish(x);
+                                   {"params", {{"requestId", Value::parse(k)}, {"reason", std::string(reason)}}}});
+    return pending;
   }
 
   // The SSE body of a POST whose calls report while they run: their
@@ -154,10 +162,17 @@ struct McpEndpoint::Impl {
                      const StreamWrite& write) {
     std::unique_lock lock(s->mu);
     for (;;) {
-      s->cv.wait_for(lock, kHeartbeat, [&] { return !x->notes.empty() || s->ready(*x); });
+      s->cv.wait_until(lock, std::min(deadline, std::chrono::steady_clock::now() + kHeartbeat),
+                       [&] { return !x->notes.empty() || s->ready(*x); });
       std::deque<Value> notes;
       notes.swap(x->notes);
-      const bool done = s->ready(*x) || std::chrono::steady_clock::now() >= deadline;
+      const bool late = !s->ready(*x) && std::chrono::steady_clock::now() >= deadline;
+      if (late) {
+        lock.unlock();
+        cancel_running(*s, *x, "no response in time");
+        lock.lock();
+      }
+      const bool done = late || s->ready(*x);
       std::vector<Value> responses;
       if (done) responses = s->finish(*x);
       lock.unlock();
@@ -227,13 +242,17 @@ struct McpEndpoint::Impl {
         }
         if (m.value("method", Value()) == "notifications/cancelled" && m.contains("params") &&
             m["params"].is_object() && m["params"].contains("requestId")) {
-          s->cancelled.insert(m["params"]["requestId"].dump());
-          s->cv.notify_all();
+          // Only a request still running: a cancel that comes after its
+          // response (the spec allows it) must not mark the id for good.
+          if (const std::string key = m["params"]["requestId"].dump(); s->routes.contains(key)) {
+            s->cancelled.insert(key);
+            s->cv.notify_all();
+          }
         }
       }
     }
     for (const auto& m : messages) s->connection->receive_value(m);
-    if (x->keys.empty()) return Response{202, "application/json", "", {}, {}};
+    if (x->keys.empty()) return Response::empty(202);
 
     // Plain JSON when the responses come before anything to stream; SSE once
     // a call reports progress or logs (and the client accepts it).
@@ -250,7 +269,7 @@ struct McpEndpoint::Impl {
       if (gone && !s->ready(*x)) {
         lock.unlock();
         abandon(*s, *x);  // nobody reads the answer: the calls are cancelled (H5)
-        return Response{202, "application/json", "", {}, {}};
+        return Response::empty(202);
       }
     }
     if (x->sse && !s->ready(*x) && std::chrono::steady_clock::now() < deadline) {
@@ -262,9 +281,14 @@ struct McpEndpoint::Impl {
       res.stream = [s, x, deadline, gone = r.client_gone](const StreamWrite& write) { stream(s, x, deadline, gone, write); };
       return res;
     }
+    if (!s->ready(*x)) {  // past the wait: nobody will read these calls' answers
+      lock.unlock();
+      cancel_running(*s, *x, "no response in time");
+      lock.lock();
+    }
     std::vector<Value> out = s->finish(*x);
     lock.unlock();
-    if (out.empty()) return Response{202, "application/json", "", {}, {}};  // cancelled: no response (MCP)
+    if (out.empty()) return Response::empty(202);  // cancelled: no response (MCP)
     Response res = Response::json(200, batch ? Value(out) : out[0]);
     if (initialize) res.headers.push_back({"Mcp-Session-Id", s->id});
     return res;
@@ -282,7 +306,7 @@ struct McpEndpoint::Impl {
       sessions.erase(it);
     }
     s->close();  // H5: its running calls cancelled, its sandboxes destroyed
-    return Response{204, "application/json", "", {}, {}};
+    return Response::empty(204);
   }
 
   void close_all() {

@@ -42,7 +42,11 @@ inline constexpr std::size_t kMaxSessions = 64;
 class McpEndpoint {
  public:
   // `wait` bounds how long a POST waits for its responses (the host's
-  // longest call plus a margin).
+  // longest call plus a margin): past it, its running calls are cancelled
+  // (as notifications/cancelled would) and each gets a -32603 "no response
+  // in time" error. /mcp calls are not counted against /v1's
+  // --max-concurrent-calls: each session runs at most 16 tools/call at once
+  // (mcp/server.h), and each waiting POST holds one server worker thread.
   McpEndpoint(host::Host& host, std::chrono::milliseconds wait);
   ~McpEndpoint();  // close_all()
   McpEndpoint(const McpEndpoint&) = delete;

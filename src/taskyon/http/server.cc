@@ -12,6 +12,7 @@
 #include <openssl/crypto.h>
 
 #include <cerrno>
+#include <charconv>
 #include <cstring>
 #include <filesystem>
 #include <thread>
@@ -38,22 +39,26 @@ void set_error(httplib::Response& res, int status, std::string_view code, std::s
   res.set_content(r.body, r.content_type.c_str());
 }
 
-// The socket of this process connected to `peer_port` on loopback from our
-// `local_port` (cpp-httplib 0.11.4 does not hand handlers their socket), or -1.
-int find_connection(int local_port, int peer_port) {
+// The socket of this process connected from our `local_port` to the peer at
+// `peer_addr`:`peer_port` (cpp-httplib 0.11.4 does not hand handlers their
+// socket), or -1. The peer's address counts too: two loopback clients
+// (127.0.0.1 and 127.0.0.2) may use the same port.
+int find_connection(int local_port, const std::string& peer_addr, int peer_port) {
+  in_addr want{};
+  if (::inet_pton(AF_INET, peer_addr.c_str(), &want) != 1) return -1;
   std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
-    int fd = -1;
-    try {
-      fd = std::stoi(entry.path().filename().string());
-    } catch (const std::exception&) {
-      continue;
-    }
+  std::filesystem::directory_iterator it("/proc/self/fd", ec), end;
+  for (; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    int fd = 0;
+    if (std::from_chars(name.data(), name.data() + name.size(), fd).ec != std::errc{}) continue;
     sockaddr_in local{}, peer{};
     socklen_t ll = sizeof local, pl = sizeof peer;
     if (::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &ll) != 0 || local.sin_family != AF_INET) continue;
     if (::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &pl) != 0) continue;
-    if (ntohs(local.sin_port) == local_port && ntohs(peer.sin_port) == peer_port) return fd;
+    if (ntohs(local.sin_port) == local_port && ntohs(peer.sin_port) == peer_port &&
+        peer.sin_addr.s_addr == want.s_addr)
+      return fd;
   }
   return -1;
 }
@@ -70,6 +75,34 @@ std::optional<std::string> Request::query_value(std::string_view name) const {
   for (const auto& q : query)
     if (q.name == name) return q.value;
   return std::nullopt;
+}
+
+ClientWatch::ClientWatch(std::function<bool()> client_gone, std::function<void()> on_gone,
+                         std::chrono::milliseconds period)
+    : thread_([this, gone = std::move(client_gone), on_gone = std::move(on_gone), period] {
+        std::unique_lock lock(mu_);
+        while (!cv_.wait_for(lock, period, [&] { return done_; })) {
+          lock.unlock();  // the /proc scan and the callback run unlocked: the destructor never waits on them
+          const bool left = gone();
+          if (left) on_gone();
+          lock.lock();
+          if (left) return;
+        }
+      }) {}
+
+ClientWatch::~ClientWatch() {
+  {
+    std::lock_guard lock(mu_);
+    done_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+Response Response::empty(int status) {
+  Response r;
+  r.status = status;
+  return r;
 }
 
 Response Response::json(int status, const json::Value& value) {
@@ -229,8 +262,8 @@ void Server::handle(std::string_view method, const std::string& pattern, Handler
     r.body = req.body;
     // Found when first asked (most handlers never ask); the connection lives
     // while the handler runs, so the descriptor is not reused under it.
-    r.client_gone = [local = local_port, peer = req.remote_port, fd = -2]() mutable {
-      if (fd == -2) fd = find_connection(local, peer);
+    r.client_gone = [local = local_port, addr = req.remote_addr, peer = req.remote_port, fd = -1]() mutable {
+      if (fd < 0) fd = find_connection(local, addr, peer);  // not found: tried again next time
       if (fd < 0) return false;
       pollfd p{fd, POLLRDHUP, 0};
       return ::poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;

@@ -14,12 +14,15 @@
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "taskyon/base/error.h"
@@ -41,12 +44,36 @@ struct Request {
   // Whether the client has closed its connection (its socket polled for
   // POLLRDHUP, without waiting); false when that cannot be told. A client
   // that half-closes (shutdown(SHUT_WR)) after its request counts as gone.
-  // Set by the server; handlers that run long poll it to stop work nobody
-  // will read.
+  // Set by the server; handlers that run long poll it (or use ClientWatch)
+  // to stop work nobody will read. Linux only: cpp-httplib 0.11.4 does not
+  // hand handlers their socket, so the first call finds it among
+  // /proc/self/fd by its local and peer address and port (one
+  // getsockname/getpeername per descriptor), later calls poll the one found;
+  // a lookup that finds nothing is tried again next time. One thread at a
+  // time (it caches the descriptor).
   std::function<bool()> client_gone = [] { return false; };
   // The first header / query parameter of that name (headers: ASCII case-insensitive).
   std::optional<std::string> header(std::string_view name) const;
   std::optional<std::string> query_value(std::string_view name) const;
+};
+
+// While it lives, polls `client_gone` every `period` on a thread of its own
+// and calls `on_gone` once (from that thread) when the client has left: a
+// handler that runs a long call or fetch cancels it there. Stops and joins
+// when destroyed, also during unwinding.
+class ClientWatch {
+ public:
+  ClientWatch(std::function<bool()> client_gone, std::function<void()> on_gone,
+              std::chrono::milliseconds period = std::chrono::milliseconds(50));
+  ~ClientWatch();
+  ClientWatch(const ClientWatch&) = delete;
+  ClientWatch& operator=(const ClientWatch&) = delete;
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::thread thread_;
 };
 
 // Writes one piece of a streamed body; false once the client is gone (the
@@ -66,6 +93,8 @@ struct Response {
   static Response json(int status, const json::Value& value);
   // {"error":{"code","message"}}.
   static Response error(int status, std::string_view code, std::string_view message);
+  // No body: 202 Accepted (an MCP notification), 204 No Content.
+  static Response empty(int status);
 };
 
 // Handlers run on the server's worker threads, several at once.
