@@ -21,6 +21,7 @@
 #include <fmt/format.h>
 
 #include "cli.h"
+#include "taskyon/capability/decision_json.h"
 #include "taskyon/capability/policy.h"
 
 namespace tycli {
@@ -93,17 +94,6 @@ std::vector<cap::IpAddress> resolve_live(const std::string& host, std::string& e
   return out;
 }
 
-// Printable ASCII as it is, every other byte as \xNN: for echoing a method,
-// which may be any bytes when it is not a token.
-std::string printable(std::string_view s) {
-  std::string out;
-  for (unsigned char c : s) {
-    if (c < 0x20 || c >= 0x7f) out += fmt::format("\\x{:02x}", c);
-    else out += static_cast<char>(c);
-  }
-  return out;
-}
-
 int check(Globals& g, const CheckArgs& a) {
   std::vector<Pin> pins;
   for (const auto& text : a.resolve) {
@@ -131,16 +121,7 @@ int check(Globals& g, const CheckArgs& a) {
   const char* source = a.resolve.empty() ? "dns" : "--resolve";
 
   if (g.json) {
-    Value out = {{"verdict", cap::verdict_name(d.verdict)},
-                 {"access", cap::access_name(d.access)},
-                 {"reasonClass", cap::reason_class_name(d.reason_class)},
-                 {"reason", d.reason},
-                 {"method", printable(d.method)},
-                 {"methodReason", d.method_reason},
-                 {"href", d.href.empty() ? Value() : Value(d.href)},
-                 {"origin", d.origin.empty() ? Value() : Value(d.origin)},
-                 {"host", d.host.empty() ? Value() : Value(d.host)},
-                 {"admitted", d.admits()}};
+    Value out = cap::decision_json(d);
     if (resolved) {
       Value list = Value::array();
       for (const auto& ip : answers) list.push_back(ip.to_string());
@@ -150,7 +131,7 @@ int check(Globals& g, const CheckArgs& a) {
     print_json(out);
   } else {
     std::cout << fmt::format("verdict  {} ({})\n", cap::verdict_name(d.verdict), cap::reason_class_name(d.reason_class));
-    std::cout << fmt::format("access   {} (method {}): {}\n", cap::access_name(d.access), printable(d.method),
+    std::cout << fmt::format("access   {} (method {}): {}\n", cap::access_name(d.access), cap::printable_bytes(d.method),
                              d.method_reason);
     std::cout << fmt::format("reason   {}\n", d.reason);
     if (!d.href.empty()) std::cout << fmt::format("url      {}\n", d.href);

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "taskyon/capability/decision_json.h"
 #include "taskyon/capability/policy.h"
 #include "taskyon/capability/url.h"
 #include "taskyon/json/json.h"
@@ -70,22 +71,6 @@ taskyon::Result<std::string> string_member(const Value& in, const char* name, co
 }
 
 Value text_or_null(const std::string& s) { return s.empty() ? Value() : Value(s); }
-
-// As `tycli policy check` echoes a method: printable ASCII, else \xNN.
-std::string printable(std::string_view s) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned char c : s) {
-    if (c < 0x20 || c >= 0x7f) {
-      out += "\\x";
-      out += kHex[c >> 4];
-      out += kHex[c & 0xF];
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out;
-}
 
 std::string_view host_kind_name(cap::HostKind kind) {
   switch (kind) {
@@ -175,17 +160,9 @@ taskyon::Result<Value> rule_decide_fetch(const Value& in) {
   } else {
     d = cap::decide_url_unresolved(*url, *method);
   }
-  return Value{{"verdict", std::string(cap::verdict_name(d.verdict))},
-               {"access", std::string(cap::access_name(d.access))},
-               {"reasonClass", std::string(cap::reason_class_name(d.reason_class))},
-               {"reason", d.reason},
-               {"method", printable(d.method)},
-               {"methodReason", std::string(d.method_reason)},
-               {"href", text_or_null(d.href)},
-               {"origin", text_or_null(d.origin)},
-               {"host", text_or_null(d.host)},
-               {"admitted", d.admits()},
-               {"awaitingResolution", d.awaiting_resolution}};
+  Value out = cap::decision_json(d);
+  out["awaitingResolution"] = d.awaiting_resolution;
+  return out;
 }
 
 taskyon::Result<Value> rule_info(const Value&) {

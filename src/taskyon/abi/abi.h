@@ -27,11 +27,19 @@
 //                    href is the standard's serialization, userinfo included)
 //   decide_fetch     {"url": text, "method"?: text (default "GET"), "resolved"?: [address text]}
 //                    -> {"verdict","access","reasonClass","reason","method","methodReason",
-//                    "href","origin","host","admitted","awaitingResolution"}, the
-//                    fields of `tycli policy check --json` (capability/policy.h).
-//                    With "resolved", decide_url() on those answers; without it,
+//                    "href","origin","host","admitted","awaitingResolution"}: the
+//                    decision fields of `tycli policy check --json`
+//                    (capability/policy.h) plus `awaitingResolution` (true when
+//                    no address was given and the name still needs resolving);
+//                    the CLI's `resolved` list is not echoed. With "resolved",
+//                    decide_url() on those answers; without it,
 //                    decide_url_unresolved() (a browser cannot resolve names).
 //   info             anything -> {"abi": 1, "idna": bool, "build": "native"|"wasm32-wasi"}
+//
+// Input limits are json/parse.h's defaults (nesting depth, text size); `in`
+// may be null only with in_len 0 (empty text: invalid_json); `out_len` may be
+// null. On wasm a schema valijson cannot read traps (no exceptions there,
+// docs/browser.md): the loader answers internal and re-instantiates.
 //
 // Errors: invalid_json for text that is not strict JSON; bad_usage for an
 // input of the wrong shape (where: its JSON pointer); the rule's own error
