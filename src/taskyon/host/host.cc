@@ -359,19 +359,20 @@ void Host::shutdown(std::string_view reason) {
   }
   im.timer_cv.notify_all();
   if (im.timer.joinable()) im.timer.join();
-  {
-    std::unique_lock lock(im.sessions_mu);
+  // Every sandbox of every session, recorded as `reason` (a running call's
+  // too, as tycli call logs a signal's: the pool is marked before the calls'
+  // tokens are cancelled); then the callers' threads are waited for.
+  im.pool->interrupt(reason, [&] {
+    std::lock_guard lock(im.sessions_mu);
     for (auto& [_, s] : im.sessions)
       for (auto& [__, token] : s.running) token.cancel();
-    im.sessions_cv.wait(lock, [&] { return im.running_calls == 0; });
-  }
+  });
   {
-    std::lock_guard lock(im.sessions_mu);
+    std::unique_lock lock(im.sessions_mu);
+    im.sessions_cv.wait(lock, [&] { return im.running_calls == 0; });
     im.sessions.clear();
   }
-  // Every retained sandbox of every session, recorded as `reason`; every kept MCP server stopped.
-  im.pool->interrupt(reason);
-  im.mcp_clients.reset();
+  im.mcp_clients.reset();  // every kept MCP server stopped
   im.flush();
   {
     std::lock_guard lock(im.watchers_mu);

@@ -29,10 +29,10 @@
 // connection guarded by one mutex (until Store itself is thread-safe,
 // helper storejson). with_store() lends that connection under the mutex.
 //
-// Shutdown (shutdown() or the destructor): new calls are refused, running
-// calls are cancelled (their sandboxes destroyed and recorded, each call
-// stored as Cancelled), the callers' threads are waited for, every retained
-// sandbox is destroyed and its destruction written to the sandbox log.
+// Shutdown (shutdown() or the destructor): new calls are refused, every
+// sandbox is destroyed and recorded with the shutdown's reason (a running
+// call's too), running calls end cancelled (stored as Cancelled), the
+// callers' threads are waited for, and the sandbox log is written.
 #pragma once
 
 #include <chrono>
