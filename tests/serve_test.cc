@@ -355,6 +355,29 @@ TEST_F(Serve, McpHttpStreamsProgressAndLogsAndCancelsOnNotificationOrDisconnect)
   EXPECT_EQ(sandbox_rows(log, "silent", "cancelled"), 1) << log.dump(1);
 }
 
+// H5 over /v1: a client that hangs up mid-call cancels it, as on /mcp; without
+// the server's watch the silent call would hold its sandbox for its 60 s.
+TEST_F(Serve, AV1CallWhoseClientHangsUpIsCancelled) {
+  install_streaming_tools(home, [&](const std::vector<std::string>& a) { return tycli(a); });
+  Served s(home);
+  ASSERT_TRUE(s.up()) << s.log();
+  {
+    auto c = s.client();
+    c->set_read_timeout(std::chrono::milliseconds(700));  // gives up long before the call's timeout
+    auto r = c->Post("/v1/call", s.auth(), Value{{"tool", "silent"}, {"timeoutMs", 60000}}.dump(), "application/json");
+    EXPECT_FALSE(r);
+  }  // the connection is closed here
+  Value log;
+  for (int i = 0; i < 100; ++i) {
+    log = cli_json({"sandbox", "log", "--limit", "0"});
+    if (sandbox_rows(log, "silent", "cancelled") == 1) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(sandbox_rows(log, "silent", "cancelled"), 1) << log.dump(1);
+  auto stored = cli_json({"task", "tree"});
+  EXPECT_NE(stored.dump().find("Cancelled"), std::string::npos) << stored.dump(1);
+}
+
 TEST_F(Serve, McpHttpAnswersPlainJsonWhenNothingStreamsAndSseWhenACallReports) {
   install_streaming_tools(home, [&](const std::vector<std::string>& a) { return tycli(a); });
   Served s(home);
