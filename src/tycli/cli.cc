@@ -1,4 +1,5 @@
 #include "cli.h"
+#include "suggest.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -34,7 +35,7 @@ int report(const Globals& g, const taskyon::Error& error) {
     print_json(taskyon::host::error_json(error));
   } else {
     // Messages may quote tool text (a tool's error, a name it chose): escaped.
-    std::cerr << fmt::format("tycli: error: {} [{}]\n", taskyon::escape_terminal(error.describe()),
+    std::cerr << fmt::format("tycli: error: {} [{}]\n", taskyon::escape_terminal(plain_words(error.describe())),
                              taskyon::code_name(error.code));
   }
   return exit_code_for(error);

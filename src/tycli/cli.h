@@ -42,7 +42,7 @@ struct Globals {
 // Exit code for an error: 2 for the caller's input, 3 for the environment.
 int exit_code_for(const taskyon::Error& error);
 
-// Prints an error (stderr for people; a {"error":{…}} object on stdout with --json)
+// Prints an error (stderr for people, in plain words: suggest.h; a {"error":{…}} object on stdout with --json)
 // and returns its exit code.
 int report(const Globals& g, const taskyon::Error& error);
 

@@ -59,8 +59,14 @@ void print_human(const taskyon::invoke::Invocation& inv, bool verbose) {
 }
 
 int call(Globals& g, const CallArgs& a) {
-  if (a.task.empty() == a.tool.empty())
-    return report(g, {taskyon::Errc::bad_usage, "give a tool (name, revision id or prefix) or --task ID, not both", "call"});
+  if (a.task.empty() && a.tool.empty())
+    return report(g, {taskyon::Errc::bad_usage,
+                      "name the tool to call (its name, revision id or prefix: `tycli tool list`) or a stored call "
+                      "to run again (--task ID: `tycli task tree`)",
+                      "call"});
+  if (!a.task.empty() && !a.tool.empty())
+    return report(g, {taskyon::Errc::bad_usage,
+                      "give a tool or --task ID, not both (a stored call already names its revision)", "call"});
   if (!a.task.empty() && !a.args.empty())
     return report(g, {taskyon::Errc::bad_usage, "--args cannot be combined with --task (a stored call keeps its arguments)",
                       "--args"});

@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli.h"
+#include "suggest.h"
 #include "taskyon/native/python.h"
 
 int main(int argc, char** argv) {
@@ -50,6 +51,9 @@ int main(int argc, char** argv) {
   } catch (const CLI::Success& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
+    // An unknown or missing command is named in plain words, with the nearest one (suggest.h).
+    if (const std::string why = tycli::explain_parse_error(app, e); !why.empty())
+      return tycli::report(g, taskyon::Error{taskyon::Errc::bad_usage, why, {}});
     app.exit(e);
     return tycli::kExitBadInput;
   }

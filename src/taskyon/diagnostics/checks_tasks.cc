@@ -93,7 +93,7 @@ Outcome api_refuses_unpinned(Env& env) {
   expect(!r, "the store accepted a completed function call without toolRevision");
   expect(r.error().code == Errc::invalid_task, "refused with " + r.error().describe());
   expect(query_int(env.store(), "SELECT COUNT(*) FROM tasks") == 0, "a task row was written anyway");
-  return pass("Store::put_tasks refuses a Completed function call without toolRevision");
+  return pass("the store refuses a Completed function call without toolRevision");
 }
 
 Outcome database_refuses_unpinned(Env& env) {

@@ -170,7 +170,7 @@ Host::Host(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 Result<std::unique_ptr<Host>> Host::open(Options options) {
   if (options.capabilities.ask)
-    return fail(Errc::bad_usage, "a long-lived host cannot ask a person for grants (CapabilityOptions::ask must be empty)");
+    return fail(Errc::bad_usage, "a long-lived host cannot ask a person for grants: it has no terminal (give --ask only to tycli call or tycli run)");
   if (options.default_timeout.count() <= 0 || options.max_timeout < options.default_timeout)
     return fail(Errc::bad_usage, "the host's default timeout must be positive and at most its maximum timeout");
   if (options.db_path.empty()) {

@@ -33,7 +33,7 @@ constexpr const char* kDenoPackageBinary = "node_modules/@deno/linux-x64-glibc/d
 const char* const kDenoInstall =
     "Deno runs tool code only when selected and installed. Install it with `npm install` in the Taskyon "
     "repository (scripts/setup.sh does it: the npm package `deno` brings node_modules/@deno/linux-x64-glibc/deno), "
-    "or put a `deno` executable on PATH, or give its path (RuntimeConfig::deno_path, \"denoPath\" in "
+    "or put a `deno` executable on PATH, or give its path (\"denoPath\" in "
     "$TASKYON_HOME/config.json); or select Node (--js-runtime node)";
 
 // A regular file we may execute that starts with the ELF magic (not a script shim).

@@ -124,7 +124,7 @@ struct Sandbox::LogBook {
 Result<std::string> find_node(std::string_view configured) {
   const std::string install =
       "Install Node.js 20 or newer (Debian/Ubuntu: `apt install nodejs`; elsewhere https://nodejs.org/) "
-      "or set the Node path (RuntimeConfig::node_path)";
+      "or put a `node` executable on PATH";
   std::string name = configured.empty() ? std::string("node") : std::string(configured);
   if (name.find('/') != std::string::npos) {
     std::error_code ec;

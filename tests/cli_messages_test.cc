@@ -1,0 +1,111 @@
+// Issue 16 item 4: messages that say what to do. Unknown and missing commands
+// are named with the nearest one and the list to choose from; contract ids
+// point at the page that explains them; no message names a C++ member. Real
+// tycli processes.
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "test_util.h"
+#include "suggest.h"
+
+namespace taskyon {
+namespace {
+
+using testing::run_tycli;
+
+class CliMessages : public ::testing::Test {
+ protected:
+  testing::CommandResult tycli(const std::vector<std::string>& args) { return run_tycli(args, home.path()); }
+  testing::TempDir home;
+};
+
+TEST_F(CliMessages, AMistypedCommandIsNamedWithTheNearestOne) {
+  const auto top = tycli({"tol", "list"});
+  EXPECT_EQ(top.exit_code, 2);
+  EXPECT_NE(top.err.find("`tycli tol` is not a command (did you mean `tycli tool`?)"), std::string::npos) << top.err;
+  EXPECT_EQ(top.err.find("A subcommand is required"), std::string::npos) << top.err;
+  // One level down: the word fell through to the parent, and is still found.
+  const auto sub = tycli({"tool", "lst"});
+  EXPECT_EQ(sub.exit_code, 2);
+  EXPECT_NE(sub.err.find("(did you mean `tycli tool list`?)"), std::string::npos) << sub.err;
+  EXPECT_NE(sub.err.find("install, list, show"), std::string::npos) << sub.err;
+  // Nothing near: no guess, but the list.
+  const auto far = tycli({"frobnicate"});
+  EXPECT_EQ(far.exit_code, 2);
+  EXPECT_EQ(far.err.find("did you mean"), std::string::npos) << far.err;
+  EXPECT_NE(far.err.find("the commands of `tycli` are tool, call"), std::string::npos) << far.err;
+}
+
+TEST_F(CliMessages, AMissingCommandListsTheChoices) {
+  const auto r = tycli({"chat"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("`tycli chat` needs a command: one of tools, messages, copy"), std::string::npos) << r.err;
+  // --json: the same words as an error object on stdout.
+  const auto j = tycli({"--json", "sandbox"});
+  EXPECT_EQ(j.exit_code, 2);
+  const auto doc = json::parse(j.out);
+  ASSERT_TRUE(doc.has_value()) << j.out;
+  EXPECT_EQ((*doc)["error"]["code"], "bad_usage");
+  EXPECT_NE((*doc)["error"]["message"].get<std::string>().find("explain, log"), std::string::npos);
+}
+
+TEST_F(CliMessages, ACallWithNeitherToolNorTaskSaysWhatToGive) {
+  const auto none = tycli({"call"});
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_EQ(none.err.find("not both"), std::string::npos) << none.err;
+  EXPECT_NE(none.err.find("name the tool to call"), std::string::npos) << none.err;
+  EXPECT_NE(none.err.find("`tycli tool list`"), std::string::npos) << none.err;
+  const auto both = tycli({"call", "add", "--task", "sha256:00"});
+  EXPECT_EQ(both.exit_code, 2);
+  EXPECT_NE(both.err.find("not both"), std::string::npos) << both.err;
+}
+
+TEST_F(CliMessages, AContractIdPointsAtThePageThatExplainsIt) {
+  // An MCP stdio server without --trust is refused by rule R6.
+  const auto r = tycli({"tool", "import-mcp", "--", "/bin/true"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(r.err.find("error: R6:"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("(rule R6, docs/contracts.md)"), std::string::npos) << r.err;
+  EXPECT_EQ(tycli::plain_words("R6: review it"), "review it (rule R6, docs/contracts.md)");
+  EXPECT_EQ(tycli::plain_words("M16: x"), "x (rule M16, docs/contracts.md)");
+  EXPECT_EQ(tycli::plain_words("Rx: not an id"), "Rx: not an id");
+  EXPECT_EQ(tycli::plain_words("R123: too long"), "R123: too long");
+}
+
+TEST(CliMessagesSource, NoMessageNamesACppMember) {
+  // Every string literal of the product's sources: none says `Type::member`
+  // (a user cannot set RuntimeConfig::node_path; they can set "nodePath").
+  const std::regex literal(R"re("(?:[^"\\\n]|\\.)*")re");
+  const std::regex member(R"re([A-Z][A-Za-z]+::[a-z_]+)re");
+  std::size_t files = 0;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(std::string(TASKYON_SOURCE_DIR) + "/src")) {
+    if (entry.path().extension() != ".cc") continue;
+    ++files;
+    std::ifstream in(entry.path());
+    std::size_t number = 0;
+    for (std::string line; std::getline(in, line);) {
+      ++number;
+      for (std::sregex_iterator it(line.begin(), line.end(), literal), end; it != end; ++it) {
+        if (it->position() > 0 && line[it->position() - 1] == ')') break;  // the end of a raw string begun above
+        EXPECT_FALSE(std::regex_search(it->str(), member)) << entry.path() << ":" << number << ": " << it->str();
+      }
+    }
+  }
+  EXPECT_GT(files, 50u);
+}
+
+TEST(Suggest, NearestNameTakesPrefixesAndSmallEdits) {
+  const std::vector<std::string> names{"install", "list", "show", "activate", "history"};
+  EXPECT_EQ(tycli::nearest_name("lst", names), "list");
+  EXPECT_EQ(tycli::nearest_name("hist", names), "history");
+  EXPECT_EQ(tycli::nearest_name("shwo", names), "show");
+  EXPECT_EQ(tycli::nearest_name("zzzzzz", names), "");
+  EXPECT_EQ(tycli::nearest_name("", names), "");
+}
+
+}  // namespace
+}  // namespace taskyon
