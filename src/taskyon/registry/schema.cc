@@ -1,4 +1,5 @@
 #include "taskyon/registry/schema.h"
+#include "taskyon/registry/schema_words.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -358,11 +359,12 @@ Cache& cache() {
   return *c;
 }
 
-Result<void> validate_compiled(Compiled& compiled, const json::Value& arguments) {
+// `parameters`: the schema `compiled` was built from, for plain-words messages (schema_words.h).
+Result<void> validate_compiled(Compiled& compiled, const json::Value& parameters, const json::Value& arguments) {
   if (has_huge_unsigned(arguments)) {
     json::Value a = arguments;
     widen_huge_unsigned(a);
-    return validate_compiled(compiled, a);
+    return validate_compiled(compiled, parameters, a);
   }
   valijson::Validator validator;
   valijson::ValidationResults results;
@@ -394,7 +396,10 @@ Result<void> validate_compiled(Compiled& compiled, const json::Value& arguments)
     auto where = to_pointer(error.context);
     if (auto name = summarized_property(error.description)) where = (where == "/" ? "" : where) + "/" + *name;
     if (first.empty()) first = where;
-    message += fmt::format(" {}: {};", where, error.description);
+    const auto parts = words::path_parts(error.context);
+    message += fmt::format(" {}: {};", where,
+                           words::plain(error.description, words::value_at(arguments, parts),
+                                        words::schema_at(parameters, parts)));
   }
   message.pop_back();
   if (first.empty()) first = "/";
@@ -432,7 +437,7 @@ Result<void> validate_arguments(const json::Value& parameters, const json::Value
   if (auto r = check_size(arguments); !r) return r;
   auto compiled = compile(parameters, /*for_cache=*/false);
   if (!compiled) return std::unexpected(compiled.error());
-  return validate_compiled(**compiled, arguments);
+  return validate_compiled(**compiled, parameters, arguments);
 }
 
 Result<void> validate_arguments(const json::Value& parameters, const json::Value& arguments, std::string_view revision) {
@@ -444,7 +449,7 @@ Result<void> validate_arguments(const json::Value& parameters, const json::Value
     compiled = std::move(*fresh);
     cache().put(revision, compiled);
   }
-  return validate_compiled(*compiled, arguments);
+  return validate_compiled(*compiled, parameters, arguments);
 }
 
 std::size_t schema_cache_size() { return cache().size(); }
