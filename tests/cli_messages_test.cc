@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <sstream>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -105,6 +106,70 @@ TEST(Suggest, NearestNameTakesPrefixesAndSmallEdits) {
   EXPECT_EQ(tycli::nearest_name("shwo", names), "show");
   EXPECT_EQ(tycli::nearest_name("zzzzzz", names), "");
   EXPECT_EQ(tycli::nearest_name("", names), "");
+}
+
+}  // namespace
+}  // namespace taskyon
+
+namespace taskyon {
+namespace {
+
+// The first line of `text` holding `marker`, from the marker on.
+std::string line_with(const std::string& text, const std::string& marker) {
+  const auto at = text.find(marker);
+  if (at == std::string::npos) return {};
+  return text.substr(at + marker.size(), text.find('\n', at) - at - marker.size());
+}
+
+// Splits a printed command into words (the hint quotes only what needs it; these need none).
+std::vector<std::string> words_of(const std::string& command) {
+  std::vector<std::string> out;
+  std::istringstream in(command);
+  for (std::string w; in >> w;) out.push_back(w);
+  return out;
+}
+
+class CliRemedies : public CliMessages {
+ protected:
+  void SetUp() override {
+    const auto fetcher = testing::js_tool(
+        "getter", "async ({input}, context) => { const r = await context.fetch('https://127.0.0.1:47/x', "
+                  "input ? { headers: { authorization: 'Bearer {{secret:TOKEN}}' } } : {}); return r.status; }");
+    ASSERT_EQ(tycli({"tool", "install", home.write("getter.json", fetcher.dump())}).exit_code, 0);
+  }
+};
+
+TEST_F(CliRemedies, ARefusedFetchIsFollowedByTheGrantThatAllowsIt) {
+  // A literal loopback address (admitted by the test-only flag): nothing is resolved, nothing listens.
+  const std::string allow = "--fetch-allow-cidr=127.0.0.1/32";
+  const auto denied = tycli({allow, "call", "getter", "--args", R"({"input": ""})"});
+  EXPECT_EQ(denied.exit_code, 1) << denied.err;
+  const std::string command = line_with(denied.err, "to allow it: ");
+  EXPECT_EQ(command, "tycli grant fetch getter https://127.0.0.1:47 --access read") << denied.err;
+  // The printed command, run as printed, lifts exactly that refusal.
+  auto words = words_of(command);
+  ASSERT_GT(words.size(), 1u);
+  words.erase(words.begin());
+  ASSERT_EQ(tycli(words).exit_code, 0);
+  const auto again = tycli({allow, "call", "getter", "--args", R"({"input": ""})"});
+  EXPECT_EQ(again.err.find("grant fetch"), std::string::npos) << again.err;
+  // With the grant, a missing secret is the refusal, and its command is said.
+  const auto secret = tycli({allow, "call", "getter", "--args", R"({"input": "s"})"});
+  EXPECT_EQ(line_with(secret.err, "to allow it: "), "tycli secret set getter https://127.0.0.1:47 TOKEN < FILE")
+      << secret.err;
+  // --json prints no hints (the audit log records the refusals).
+  const auto quiet = tycli({allow, "--json", "call", "getter", "--args", R"({"input": "s"})"});
+  EXPECT_EQ(quiet.err.find("to allow it"), std::string::npos) << quiet.err;
+}
+
+TEST_F(CliRemedies, ATimeoutNamesTheOptionThatGivesMoreTime) {
+  ASSERT_EQ(tycli({"tool", "install", home.write("spin.json", testing::js_tool("spin", "() => { for (;;) {} }").dump())})
+                .exit_code,
+            0);
+  const auto r = tycli({"call", "spin", "--timeout", "300", "--args", R"({"input": ""})"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("timeout"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--timeout MS"), std::string::npos) << r.err;
 }
 
 }  // namespace

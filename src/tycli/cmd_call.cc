@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "cli.h"
+#include "remedies.h"
 #include "signals.h"
 #include "taskyon/base/escape.h"
 #include "taskyon/host/views.h"
@@ -53,8 +54,9 @@ void print_human(const taskyon::invoke::Invocation& inv, bool verbose) {
   if (inv.ok()) {
     std::cout << taskyon::escape_json_dump(o.value.dump(2, ' ', false, nlohmann::json::error_handler_t::replace)) << "\n";
   } else {
-    std::cerr << fmt::format("tycli: tool \"{}\" failed: {}: {}\n", escape_terminal(inv.tool.manifest.name),
-                             sandbox::status_name(o.status), escape_terminal(o.error));
+    std::cerr << fmt::format("tycli: tool \"{}\" failed: {}: {}{}\n", escape_terminal(inv.tool.manifest.name),
+                             sandbox::status_name(o.status), escape_terminal(o.error),
+                             o.status == sandbox::Status::timeout ? " (give it longer with --timeout MS)" : "");
   }
 }
 
@@ -111,6 +113,8 @@ int call(Globals& g, const CallArgs& a) {
   taskyon::invoke::Options options{std::chrono::milliseconds(a.timeout_ms),
                                    a.disposable ? sandbox::Mode::disposable : sandbox::Mode::retained};
   options.capabilities = std::move(*capabilities);
+  Remedies remedies;  // the grant or secret a refused fetch needed, said after the call
+  remedies.attach(options.capabilities);
   taskyon::native::Session natives(taskyon::native::python::session_settings(a.approve_python, a.python_isolation));
   options.natives = &natives;
   // A signal ends the running call as cancelled and destroys every sandbox
@@ -127,6 +131,7 @@ int call(Globals& g, const CallArgs& a) {
       print_json(taskyon::host::invocation_json(*inv));
     else
       print_human(*inv, a.verbose);
+    remedies.print(g, *st);
     if (!inv->ok()) exit = kExitToolFailed;
     hosted.flush();
   }

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "cli.h"
+#include "remedies.h"
 #include "signals.h"
 #include "taskyon/invoke/conversation.h"
 #include "taskyon/native/python.h"
@@ -64,6 +65,8 @@ int run(Globals& g, const RunArgs& a) {
   taskyon::native::Session natives(taskyon::native::python::session_settings(a.approve_python, a.python_isolation));
   invoke::Options options{std::chrono::milliseconds(a.timeout_ms)};
   options.capabilities = std::move(*capabilities);
+  Remedies remedies;  // the grants and secrets refused fetches needed, said after the run
+  remedies.attach(options.capabilities);
   options.natives = &natives;
   // signals.h: the entry in progress ends as cancelled, the run stops. The
   // token is cancelled before the pool kills the entry's sandbox (the run
@@ -126,6 +129,7 @@ int run(Globals& g, const RunArgs& a) {
     std::cout << fmt::format("{} entries: {} task(s) new, {} call(s) run{}\n", result->steps.size(), created, ran,
                              created == 0 ? " — everything was already stored (same ids)" : "");
   }
+  remedies.print(g, *st);
   if (int signal = interruption.signal()) {
     std::cerr << fmt::format("tycli: {} of {} entries ran before the interruption\n", result->steps.size(),
                              entries->size());

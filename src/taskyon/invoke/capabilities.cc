@@ -212,9 +212,15 @@ CapabilityReply HostCapabilities::fetch(const json::Value& args, const sandbox::
     std::lock_guard lock(store_mu);
     auto granted = store::fetch_grant_for(store_, revision_, origin, access);
     if (granted && *granted) return limits_of(**granted);
-    if (!granted || !options_.ask) return std::nullopt;
+    if (!granted) return std::nullopt;
+    const auto missing = [&] {
+      if (options_.missing)
+        options_.missing({MissingAuthority::Kind::grant, revision_, tool_, std::string(origin), access, {}});
+      return std::nullopt;
+    };
+    if (!options_.ask) return missing();
     asked = true;
-    if (!options_.ask({revision_, tool_, std::string(origin), access})) return std::nullopt;
+    if (!options_.ask({revision_, tool_, std::string(origin), access})) return missing();
     auto recorded = store::grant_fetch(store_, revision_, origin, access, {}, options_.asked_by);
     if (!recorded) return std::nullopt;
     return capability::FetchLimits{};
@@ -222,6 +228,9 @@ CapabilityReply HostCapabilities::fetch(const json::Value& args, const sandbox::
   context.secret = [&](std::string_view origin, std::string_view name) -> std::optional<std::string> {
     std::lock_guard lock(store_mu);
     auto value = store::secret_for(store_, revision_, origin, name);
+    if (value && !*value && options_.missing)
+      options_.missing({MissingAuthority::Kind::secret, revision_, tool_, std::string(origin),
+                        capability::Access::read, std::string(name)});
     return value ? *value : std::nullopt;
   };
 

@@ -48,11 +48,28 @@ struct GrantQuestion {
 };
 using AskGrant = std::function<bool(const GrantQuestion&)>;
 
+// A refusal a person can lift (a CLI prints the command that does it): no
+// fetch grant for (revision, origin, access), or no secret `secret` stored
+// for (revision, origin).
+struct MissingAuthority {
+  enum class Kind { grant, secret } kind = Kind::grant;
+  std::string revision;
+  std::string tool;
+  std::string origin;
+  capability::Access access = capability::Access::read;  // Kind::grant
+  std::string secret;                                    // Kind::secret: the name in {{secret:NAME}}
+};
+using OnMissing = std::function<void(const MissingAuthority&)>;
+
 struct CapabilityOptions {
   capability::NetworkRules network;  // TEST-ONLY admission (loopback servers); empty in production
   capability::Resolver resolve;      // TEST-ONLY resolver seam (FetchContext::resolve); empty: the system resolver
   AskGrant ask;                      // empty: a missing grant is "denied"
   std::string asked_by = "ask";      // recorded as who granted an answer to `ask`
+  // Told of every refused request a grant or secret would have allowed, on
+  // the thread deciding it (under the capabilities' store lock: never call
+  // back into the store); empty: nobody is told. The refusal stands.
+  OnMissing missing;
 };
 
 class HostCapabilities final : public sandbox::Capabilities {
