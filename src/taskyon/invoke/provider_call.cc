@@ -68,7 +68,7 @@ Result<ProviderCallPlan> plan_provider_call(store::Store& st, const tasks::Provi
   if (!compiled) {
     if (compiled.error().code != Errc::invalid_arguments) return std::unexpected(compiled.error());
     return refuse(st, parent, content, "invalid_arguments",
-                  fmt::format("the arguments do not match the parameters of tool \"{}\": {}; fix them and call again",
+                  fmt::format("tool \"{}\": {}; fix them and call again",
                               pc.name, compiled.error().message));
   }
   ProviderCallPlan plan;
