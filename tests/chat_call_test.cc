@@ -134,6 +134,10 @@ TEST_F(ChatCall, WhatIsNoToolCallIsRefusedAndNothingStored) {
     EXPECT_EQ(r.exit_code, 2) << bad;
     EXPECT_NE(r.err.find("--tool-call"), std::string::npos) << r.err;
   }
+  auto mcp = tycli({"chat", "call", "--at", root, "--format", "mcp", "--tool-call",
+                    R"({"type": "tool_use", "id": "toolu_1", "name": "add", "input": {"num1": 1, "num2": 2}})"});
+  EXPECT_EQ(mcp.exit_code, 2) << mcp.err;  // an MCP client's answer is a tools/call result
+  EXPECT_NE(mcp.err.find("tools/call"), std::string::npos) << mcp.err;
   EXPECT_EQ(tycli({"--json", "task", "tree"}).out, before);
 }
 

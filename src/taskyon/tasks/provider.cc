@@ -240,7 +240,13 @@ Result<ProviderCall> parse_provider_call(const Value& v) {
 }
 
 Result<Value> tool_answer(Provider provider, const std::string& call_id, const Value& result_content) {
-  const auto& r = result_content.at("toolResult");
+  if (provider == Provider::mcp)
+    return usage("an MCP client gets its answer as a tools/call result (tycli mcp serve); choose openai-chat, "
+                 "openai-responses or anthropic",
+                 "--format");
+  if (!result_content.is_object() || !result_content.contains("toolResult") || !result_content["toolResult"].is_object())
+    return fail(Errc::internal, "a tool answer needs a stored tool result's content");
+  const auto& r = result_content["toolResult"];
   const std::string text = tool_result_text(r);
   switch (provider) {
     case Provider::openai_chat:
@@ -257,9 +263,7 @@ Result<Value> tool_answer(Provider provider, const std::string& call_id, const V
     case Provider::mcp:
       break;
   }
-  return usage("an MCP client gets its answer as a tools/call result (tycli mcp serve); choose openai-chat, "
-               "openai-responses or anthropic",
-               "--format");
+  return fail(Errc::internal, "unknown provider");
 }
 
 }  // namespace taskyon::tasks
