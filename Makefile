@@ -1,4 +1,4 @@
-# make demo   set-up, build, and the main job on the bundled example tools
+# make demo   set-up, build, the main job on the bundled example tools, and the offline agent loop
 # make test   set-up, build (plain and ASan+UBSan), every test in both builds, and a short make fuzz
 # make wasm   the rules as a wasm32-wasi module (clang-22) in build-wasm/: build-wasm/taskyon_core.wasm
 # make fuzz   libFuzzer harnesses (clang-19) in build-fuzz/, each run FUZZ_SECONDS (default 20)
@@ -54,6 +54,7 @@ soak: build
 
 demo: build
 	@bash scripts/demo.sh $(BUILD)/tycli
+	@bash examples/agent-loop/agent-loop.sh $(BUILD)/tycli
 
 bench: setup
 	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTASKYON_BENCH=ON >/dev/null

@@ -584,5 +584,41 @@ TEST_F(ServeEgress, ItIsNeverAnOpenProxy) {
   EXPECT_EQ((*counted)["requests"], 0);
 }
 
+// POST /v1/chat/call: a model's tool call verbatim, as `tycli chat call` takes it.
+TEST_F(Serve, ChatCallTakesTheProvidersToolCallVerbatim) {
+  const std::string src = TASKYON_SOURCE_DIR;
+  ASSERT_EQ(tycli({"tool", "install", src + "/examples/tools/add.json"}).exit_code, 0);
+  const std::string root = cli_json({"run", src + "/examples/agent-loop/conversation.json"})["roots"][0];
+  Served s(home);
+  ASSERT_TRUE(s.up()) << s.log();
+  auto ok = s.post("/v1/chat/call", Value{{"at", root},
+                                          {"toolCall", {{"type", "tool_use"}, {"id", "toolu_srv"}, {"name", "add"},
+                                                        {"input", {{"num1", 2}, {"num2", 3}}}}}});
+  ASSERT_EQ(ok->status, 200) << ok->body;
+  const Value answer = body_of(ok);
+  EXPECT_EQ(answer["ok"], true);
+  EXPECT_EQ(answer["message"]["content"][0]["tool_use_id"], "toolu_srv");
+  EXPECT_EQ(answer["message"]["content"][0]["content"], "5");
+  // Invalid arguments: stored and answered (200), like the CLI.
+  auto bad = s.post("/v1/chat/call",
+                    Value{{"at", answer["id"]},
+                          {"format", "openai-chat"},
+                          {"toolCall", {{"id", "call_srv"}, {"type", "function"},
+                                        {"function", {{"name", "add"}, {"arguments", "{\"num1\": \"x\"}"}}}}}});
+  ASSERT_EQ(bad->status, 200) << bad->body;
+  const Value refused = body_of(bad);
+  EXPECT_EQ(refused["ok"], false);
+  EXPECT_EQ(refused["message"]["tool_call_id"], "call_srv");
+  EXPECT_THAT(refused["message"]["content"].get<std::string>(), HasSubstr("error invalid_arguments"));
+  // The CLI reads the same transcript with the model's ids.
+  const Value m = cli_json({"chat", "messages", "--at", refused["id"]});
+  EXPECT_EQ(m[m.size() - 3]["tool_call_id"], "toolu_srv");
+  EXPECT_EQ(m.back()["tool_call_id"], "call_srv");
+  // Not a tool call: 400, nothing stored.
+  auto none = s.post("/v1/chat/call", Value{{"at", root}, {"toolCall", {{"role", "assistant"}}}});
+  EXPECT_EQ(none->status, 400);
+  EXPECT_EQ(body_of(s.post("/v1/chat/call", Value{{"toolCall", Value::object()}}))["error"]["code"], "bad_usage");
+}
+
 }  // namespace
 }  // namespace taskyon

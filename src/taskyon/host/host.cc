@@ -295,10 +295,14 @@ Result<CallResult> Host::call(const SessionId& session, const CallRequest& reque
   auto conn = im.borrow();
   if (!conn) return std::unexpected(std::move(conn.error()));
   store::Store& st = **conn;
-  auto compiled = tasks::compile(tasks::function_call(request.tool, request.arguments), {{}, st.resolver()});
-  if (!compiled) {
-    im.give_back(std::move(*conn));
-    return std::unexpected(std::move(compiled.error()));
+  std::optional<tasks::Task> given = request.task;
+  if (!given) {
+    auto compiled = tasks::compile(tasks::function_call(request.tool, request.arguments), {{}, st.resolver()});
+    if (!compiled) {
+      im.give_back(std::move(*conn));
+      return std::unexpected(std::move(compiled.error()));
+    }
+    given = std::move(compiled->task);
   }
   invoke::Options options{timeout, request.mode};
   options.capabilities = im.options.capabilities;
@@ -315,7 +319,7 @@ Result<CallResult> Host::call(const SessionId& session, const CallRequest& reque
       p.message = std::string(message);
       request.events.on_progress(p);
     };
-  auto inv = invoke::run_call(st, *im.pool, compiled->task, options);
+  auto inv = invoke::run_call(st, *im.pool, *given, options);
   im.give_back(std::move(*conn));
   im.flush();
   return inv;

@@ -106,6 +106,10 @@ struct CallRequest {
   sandbox::Mode mode = sandbox::Mode::retained;     // retained: the (revision, session) sandbox
   CallEvents events = {};
   sandbox::CancelToken cancel = {};                 // fire from any thread (H5)
+  // A call task compiled already (invoke::plan_provider_call: a model's call
+  // under a node of the tree) to run as is instead of compiling `tool` and
+  // `arguments` at the root; its lineage is loaded and verified by run_call.
+  std::optional<tasks::Task> task = std::nullopt;
 };
 
 // What a call returns: the stored call and result tasks, the pinned revision

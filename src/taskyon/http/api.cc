@@ -7,6 +7,7 @@
 
 #include "taskyon/host/views.h"
 #include "taskyon/http/egress.h"
+#include "taskyon/invoke/provider_call.h"
 #include "taskyon/registry/manifest.h"
 #include "taskyon/store/audit.h"
 
@@ -132,6 +133,63 @@ struct Api {
     return Response::json(200, host::invocation_json(*inv));
   }
 
+  // A model's tool call as its provider sent it (docs/serve.md), run under
+  // the node the model answered: what `tycli chat call` does.
+  Response chat_call(const Request& r) {
+    auto body = parse_body(r);
+    if (!body) return error(body.error());
+    const char* shape = "the body must be {\"at\": TASK ID, \"toolCall\": {…}, \"format\"?: …, \"timeoutMs\"?: N}";
+    if (!body->is_object() || !body->contains("at") || !(*body)["at"].is_string())
+      return error({Errc::bad_usage, shape, "/at"});
+    if (!body->contains("toolCall")) return error({Errc::bad_usage, shape, "/toolCall"});
+    for (const auto& [key, _] : body->items())
+      if (key != "at" && key != "toolCall" && key != "format" && key != "timeoutMs")
+        return error({Errc::bad_usage, fmt::format("unknown member \"{}\" (at, toolCall, format, timeoutMs)", key),
+                      "/" + key});
+    auto pc = tasks::parse_provider_call((*body)["toolCall"]);
+    if (!pc) return error({pc.error().code, pc.error().message, "/toolCall" + pc.error().where});
+    tasks::Provider format = pc->provider;
+    if (body->contains("format")) {
+      auto f = (*body)["format"].is_string() ? tasks::parse_provider((*body)["format"].get<std::string>())
+                                             : tasks::parse_provider("");
+      if (!f) return error({f.error().code, f.error().message, "/format"});
+      format = *f;
+    }
+    if (format == tasks::Provider::mcp) {
+      auto refused = tasks::tool_answer(format, pc->id, Value());
+      return error({refused.error().code, refused.error().message, "/format"});
+    }
+    host::CallRequest request;
+    if (body->contains("timeoutMs")) {
+      const auto& t = (*body)["timeoutMs"];
+      if (!t.is_number_integer() || t.get<long long>() <= 0)
+        return error({Errc::bad_usage, "timeoutMs must be a positive integer of milliseconds", "/timeoutMs"});
+      request.timeout = std::chrono::milliseconds(t.get<long long>());
+    }
+    Slot slot;
+    if (!take(slot)) return busy();
+    // Resolving, and storing what the model got wrong, under the store mutex.
+    auto planned = core.with_store([&](store::Store& store) -> Result<invoke::ProviderCallPlan> {
+      auto at = store.task((*body)["at"].get<std::string>());
+      if (!at) return std::unexpected(at.error());
+      auto lineage = store.lineage(at->id);
+      if (!lineage) return std::unexpected(lineage.error());
+      return invoke::plan_provider_call(store, *pc, *lineage);
+    });
+    if (!planned) return error(planned.error());
+    if (!planned->run) {
+      auto out = invoke::provider_answer_json(format, *pc, *planned->refused_call, *planned->refused_result);
+      return out ? Response::json(200, *out) : error(out.error());
+    }
+    request.task = std::move(planned->run);
+    const sandbox::CancelToken cancel = request.cancel;
+    ClientWatch watch(r.client_gone, [cancel] { cancel.cancel(); });
+    auto inv = core.call(session, request);
+    if (!inv) return error(inv.error());
+    auto out = invoke::provider_answer_json(format, *pc, inv->call, inv->result);
+    return out ? Response::json(200, *out) : error(out.error());
+  }
+
   Response task(const std::string& ref, bool tree) {
     return core.with_store([&](store::Store& store) {
       auto t = store.task(ref);
@@ -190,6 +248,7 @@ void mount_api(Server& server, host::Host& host, ApiOptions options) {
   server.handle("GET", "/v1/tools/([^/]+)", [api](const Request& r) { return api->tool(r.params.at(0)); });
   server.handle("POST", "/v1/tools", [api](const Request& r) { return api->install(r); });
   server.handle("POST", "/v1/call", [api](const Request& r) { return api->call(r); });
+  server.handle("POST", "/v1/chat/call", [api](const Request& r) { return api->chat_call(r); });
   server.handle("GET", "/v1/tasks/([^/]+)", [api](const Request& r) { return api->task(r.params.at(0), false); });
   server.handle("GET", "/v1/tasks/([^/]+)/tree", [api](const Request& r) { return api->task(r.params.at(0), true); });
   server.handle("GET", "/v1/audit", [api](const Request& r) { return api->audit(r); });

@@ -10,6 +10,8 @@
 
 #include <fmt/format.h>
 
+#include "taskyon/tasks/provider.h"
+
 namespace taskyon::mcp {
 namespace {
 
@@ -194,14 +196,10 @@ struct Connection::Impl : std::enable_shared_from_this<Connection::Impl> {
                                                                    tools.error().describe()), id);
     Value out = Value::array();
     for (const auto& t : *tools) {
-      Value tool = {{"name", t.name},
-                    {"description", t.description},
-                    {"inputSchema", t.input_schema},
-                    {"_meta",
-                     {{"taskyon/revision", t.revision},
-                      {"taskyon/settingsRevision", t.settings_revision},
-                      {"taskyon/execution", t.execution}}}};
-      if (t.output_schema.is_object()) tool["outputSchema"] = t.output_schema;
+      Value tool = tasks::mcp_tool(t.name, t.description, t.input_schema, t.output_schema);
+      tool["_meta"] = {{"taskyon/revision", t.revision},
+                       {"taskyon/settingsRevision", t.settings_revision},
+                       {"taskyon/execution", t.execution}};
       out.push_back(std::move(tool));
     }
     emit(result_response(id, {{"tools", std::move(out)}}), id);

@@ -13,16 +13,31 @@ std::string kind_of(const Task& t) { return content_kind(t.content).value_or("")
 
 std::string call_id(const std::string& task_id) { return "call_" + task_id.substr(7, 24); }
 
+// The model's id of the call `task_id` on the path, or the derived one.
+std::string call_id_on(const std::vector<Task>& path, const std::string& task_id) {
+  for (const auto& t : path)
+    if (t.id == task_id) return model_call_id(t);
+  return call_id(task_id);
+}
+
 std::string dump(const Value& v) { return v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
 
-std::string result_text(const Value& result) {
+}  // namespace
+
+std::string tool_result_text(const Value& result) {
   if (result.contains("error"))
     return fmt::format("error {}: {}", result["error"]["code"].get<std::string>(),
                        result["error"]["message"].get<std::string>());
   return dump(result["result"]);
 }
 
-}  // namespace
+std::string model_call_id(const Task& call) {
+  const auto& c = call.content;
+  if (c.is_object() && c.contains("functionCall") && c["functionCall"].contains("callId") &&
+      c["functionCall"]["callId"].is_string())
+    return c["functionCall"]["callId"].get<std::string>();
+  return call_id(call.id);
+}
 
 Value tools_for_completion(const std::vector<VisibleTool>& tools) {
   Value out = Value::array();
@@ -70,9 +85,9 @@ Value model_messages(const std::vector<Task>& path) {
     // A tool-made task (and the result of a call a tool planted) is tool
     // output of the call that made it, never a system, user or assistant voice.
     if (const Provenance* p = shown_provenance(t, i ? &path[i - 1] : nullptr)) {
-      const std::string text = kind == "toolResult" ? "result of that call: " + result_text(t.content["toolResult"])
+      const std::string text = kind == "toolResult" ? "result of that call: " + tool_result_text(t.content["toolResult"])
                                                     : tool_made_text(t, kind);
-      out.push_back({{"role", "tool"}, {"tool_call_id", call_id(p->task)}, {"content", provenance_note(*p) + " " + text}});
+      out.push_back({{"role", "tool"}, {"tool_call_id", call_id_on(path, p->task)}, {"content", provenance_note(*p) + " " + text}});
       continue;
     }
     if (kind == "message") {
@@ -82,13 +97,13 @@ Value model_messages(const std::vector<Task>& path) {
       out.push_back({{"role", "assistant"},
                      {"content", nullptr},
                      {"tool_calls",
-                      {{{"id", call_id(t.id)},
+                      {{{"id", model_call_id(t)},
                         {"type", "function"},
                         {"function", {{"name", c["name"]}, {"arguments", dump(c["arguments"])}}}}}}});
     } else if (kind == "toolResult") {
       out.push_back({{"role", "tool"},
-                     {"tool_call_id", t.parent_id ? call_id(*t.parent_id) : std::string()},
-                     {"content", result_text(t.content["toolResult"])}});
+                     {"tool_call_id", t.parent_id ? call_id_on(path, *t.parent_id) : std::string()},
+                     {"content", tool_result_text(t.content["toolResult"])}});
     }
   }
   return out;
@@ -123,7 +138,7 @@ std::string copy_chat_markdown(const std::vector<Task>& path) {
     const auto kind = kind_of(t);
     if (kind == "toolDefinition") continue;
     if (const Provenance* p = shown_provenance(t, i ? &path[i - 1] : nullptr)) {
-      const std::string text = kind == "toolResult" ? "result of that call: " + result_text(t.content["toolResult"])
+      const std::string text = kind == "toolResult" ? "result of that call: " + tool_result_text(t.content["toolResult"])
                                                     : tool_made_text(t, kind);
       out += fmt::format("**tool output** (made by tool call `{}`, revision `{}`): `{}`\n\n", p->task, p->revision,
                          escape_terminal(text));
@@ -135,7 +150,7 @@ std::string copy_chat_markdown(const std::vector<Task>& path) {
       out += fmt::format("**assistant** calls `{}` with `{}`\n\n", escape_terminal(c["name"].get<std::string>()),
                          escape_terminal(dump(c["arguments"])));
     } else if (kind == "toolResult") {
-      out += fmt::format("**tool:** `{}`\n\n", escape_terminal(result_text(t.content["toolResult"])));
+      out += fmt::format("**tool:** `{}`\n\n", escape_terminal(tool_result_text(t.content["toolResult"])));
     }
   }
   return out;

@@ -15,12 +15,22 @@
 namespace taskyon::tasks {
 
 // OpenAI `tools` list: [{"type": "function", "function": {"name",
-// "description", "parameters"}}] — nothing else of the manifest (T8).
+// "description", "parameters"}}] — nothing else of the manifest (T8). The
+// other providers' shapes, and strict mode: provider.h.
 json::Value tools_for_completion(const std::vector<VisibleTool>& tools);
 
+// A tool result ({"result", "logs"} or {"error", "logs"}) as the text a model
+// reads: the result as JSON, or "error CODE: MESSAGE".
+std::string tool_result_text(const json::Value& tool_result);
+
+// The id a model knows a call task by: its functionCall.callId (the
+// provider's own id, task.h) when it has one, else "call_" + 24 hex digits of
+// the task id.
+std::string model_call_id(const Task& call);
+
 // OpenAI chat messages for a path (T9): messages as {"role", "content"},
-// calls as assistant "tool_calls" (id "call_" + 24 hex digits of the call's
-// task id, arguments as a JSON string), results as {"role": "tool",
+// calls as assistant "tool_calls" (id model_call_id: the provider's id, else
+// "call_" + 24 hex digits of the call's task id; arguments as a JSON string), results as {"role": "tool",
 // "tool_call_id", "content"} with the result (or "error <code>: <message>") as
 // JSON text. Tool output is untrusted data and is passed as content only.
 // A tool-made task (createdBy), and the result of a call a tool planted, is a

@@ -68,6 +68,11 @@ Result<Compiled> compile(const Draft& draft, const Scope& scope) {
     const auto& call = draft.content["functionCall"];
     if (!call.is_object() || !call.contains("name") || !call["name"].is_string())
       return fail(Errc::invalid_task, "functionCall.name must be a string", "/content/functionCall/name");
+    // A provider's call id comes from the model through `tycli chat call`,
+    // never from tool code: a planted call cannot pose as the model's.
+    if (draft.created_by && call.contains("callId"))
+      return fail(Errc::invalid_task, "a call made by tool code cannot carry a provider call id (callId)",
+                  "/content/functionCall/callId");
     const auto ref = call["name"].get<std::string>();
     auto resolved = resolve_call_target(ref, scope);
     if (!resolved) return std::unexpected(resolved.error());

@@ -6,6 +6,16 @@
 #include "taskyon/tasks/task.h"
 
 namespace taskyon::tasks {
+
+bool is_provider_call_id(const json::Value& v) {
+  if (!v.is_string()) return false;
+  const auto& s = v.get_ref<const std::string&>();
+  if (s.empty() || s.size() > 256) return false;
+  for (unsigned char ch : s)
+    if (ch < 0x21 || ch > 0x7e) return false;
+  return true;
+}
+
 namespace {
 
 std::unexpected<Error> bad(std::string message, std::string where) {
@@ -25,11 +35,14 @@ Result<void> only(const json::Value& object, std::initializer_list<std::string_v
 Result<void> check_function_call(const json::Value& c) {
   const std::string at = "/content/functionCall";
   if (!c.is_object()) return bad("functionCall must be an object {name, arguments}", at);
-  if (auto r = only(c, {"name", "arguments"}, at); !r) return r;
+  if (auto r = only(c, {"name", "arguments", "callId"}, at); !r) return r;
   if (!c.contains("name") || !c["name"].is_string() || !registry::is_valid_tool_name(c["name"].get<std::string>()))
     return bad("functionCall.name must be a tool name matching ^[a-zA-Z0-9_-]{1,64}$", at + "/name");
   if (!c.contains("arguments") || !c["arguments"].is_object())
     return bad("functionCall.arguments must be an object of named arguments", at + "/arguments");
+  if (c.contains("callId") && !is_provider_call_id(c["callId"]))
+    return bad("functionCall.callId must be the provider's call id: 1 to 256 printable ASCII characters, no spaces",
+               at + "/callId");
   return {};
 }
 

@@ -13,7 +13,12 @@
 //
 // Content is a JSON object with exactly one member naming its kind:
 //   {"message": STRING}                                  role system|user|assistant
-//   {"functionCall": {"name": NAME, "arguments": OBJECT}} role assistant
+//   {"functionCall": {"name": NAME, "arguments": OBJECT, "callId"?: STRING}} role assistant
+//     callId: the model provider's own id of the call (OpenAI "call_…", Anthropic
+//     "toolu_…"; 1-256 printable ASCII, no spaces), kept so the result answers
+//     that id. It is content, so it is hashed: two calls the model made with the
+//     same arguments under one node stay two tasks, and the id cannot be changed
+//     after the fact; a call without it hashes exactly as before.
 //   {"toolResult": {"result": VALUE | "error": {"code": STRING, "message": STRING},
 //                   "logs": [{"level": STRING, "text": STRING}, …]}}   role tool
 //   {"toolDefinition": {"definition": MANIFEST}}         role system|user|assistant
@@ -64,6 +69,9 @@ Result<Provenance> parse_provenance(const json::Value& value);
 // The content kind: "message", "functionCall", "toolResult", "toolDefinition", or
 // Errc::invalid_task if content is not an object with exactly one known member.
 Result<std::string> content_kind(const json::Value& content);
+
+// A provider call id as functionCall.callId allows (see above).
+bool is_provider_call_id(const json::Value& value);
 
 // Checks the content's shape for its kind and that the role may hold it.
 // Errc::invalid_task, `where` a JSON pointer under "/content".
