@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "cli.h"
+#include "live.h"
 #include "remedies.h"
 #include "signals.h"
 #include "taskyon/base/escape.h"
@@ -36,7 +37,8 @@ struct CallArgs {
   long long memory_budget_mib = -1;     // --memory-budget; -1: config file, else the default
 };
 
-void print_human(const taskyon::invoke::Invocation& inv, bool verbose) {
+// `streamed`: the first logs were printed live already (live.h).
+void print_human(const taskyon::invoke::Invocation& inv, bool verbose, std::size_t streamed) {
   const auto& o = inv.outcome;
   if (verbose) {
     std::cerr << fmt::format("task     {}\ntool     {} {}\nsettings {}\nsandbox  {}{}\ntook     {} ms\n", inv.call.id,
@@ -48,8 +50,8 @@ void print_human(const taskyon::invoke::Invocation& inv, bool verbose) {
   // Logs, results and errors are tool text: escaped (taskyon/base/escape.h),
   // so a tool cannot move the cursor, set the clipboard or forge a line.
   using taskyon::escape_terminal;
-  for (const auto& log : o.logs)
-    std::cerr << fmt::format("[{}] {}\n", escape_terminal(log.level), escape_terminal(log.text));
+  for (std::size_t i = streamed; i < o.logs.size(); ++i)
+    std::cerr << fmt::format("[{}] {}\n", escape_terminal(o.logs[i].level), escape_terminal(o.logs[i].text));
   if (o.logs_truncated) std::cerr << "[logs truncated]\n";
   if (inv.ok()) {
     std::cout << taskyon::escape_json_dump(o.value.dump(2, ' ', false, nlohmann::json::error_handler_t::replace)) << "\n";
@@ -117,6 +119,8 @@ int call(Globals& g, const CallArgs& a) {
   remedies.attach(options.capabilities);
   taskyon::native::Session natives(taskyon::native::python::session_settings(a.approve_python, a.python_isolation));
   options.natives = &natives;
+  LiveOutput live(g.json, options.timeout);  // logs and progress as they arrive, on stderr
+  live.attach(options);
   // A signal ends the running call as cancelled and destroys every sandbox
   // ("interrupted"); the loop stores that call and stops (signals.h).
   Interruption interruption([&](int) {  // the token inside interrupt(), as in cmd_run.cc
@@ -125,12 +129,14 @@ int call(Globals& g, const CallArgs& a) {
   int exit = kExitOk;
   for (const auto& c : calls) {
     if (interruption.signal()) break;
+    live.begin(LiveOutput::tool_name(c, a.tool));
     auto inv = taskyon::invoke::run_call(*st, pool, c, options);
+    live.end();
     if (!inv) return report(g, inv.error());
     if (g.json)
       print_json(taskyon::host::invocation_json(*inv));
     else
-      print_human(*inv, a.verbose);
+      print_human(*inv, a.verbose, live.streamed());
     remedies.print(g, *st);
     if (!inv->ok()) exit = kExitToolFailed;
     hosted.flush();

@@ -8,8 +8,10 @@
 #include <fmt/format.h>
 
 #include "cli.h"
+#include "live.h"
 #include "remedies.h"
 #include "signals.h"
+#include "taskyon/base/escape.h"
 #include "taskyon/invoke/conversation.h"
 #include "taskyon/native/python.h"
 #include "taskyon/sandbox/runtime.h"
@@ -38,6 +40,34 @@ Value step_json(const invoke::Step& s) {
     out["state"] = taskyon::tasks::state_name(s.result->state);
   }
   return out;
+}
+
+// One line on stderr as entry `s` (of `total`) finishes (issue 16 item 3):
+//   [I/N] call NAME STATE in MS ms | [I/N] call NAME reused (stored result) | [I/N] ROLE new|reused
+// --json: {"type":"entry","index":I,"of":N,"task":ID,"reused":B[,"tool":NAME,"state":S,"durationMs":MS]}.
+std::string step_line(const invoke::Step& s, std::size_t total, bool json) {
+  if (json) {
+    Value v = step_json(s);
+    v["type"] = "entry";
+    v["of"] = total;
+    if (s.outcome) v["durationMs"] = s.outcome->duration.count();
+    return v.dump(-1, ' ', false, Value::error_handler_t::replace);
+  }
+  std::string what;
+  if (s.tool) {
+    what = "call " + taskyon::escape_terminal(s.tool->manifest.name) + " ";
+    if (!s.outcome)
+      what += s.result ? "reused (stored result)" : "not run";
+    else
+      what += fmt::format("{}{} in {} ms", s.result ? taskyon::tasks::state_name(s.result->state) : "?",
+                          s.outcome->status == taskyon::sandbox::Status::ok
+                              ? std::string()
+                              : fmt::format(" ({})", taskyon::sandbox::status_name(s.outcome->status)),
+                          s.outcome->duration.count());
+  } else {
+    what = fmt::format("{} {}", taskyon::tasks::role_name(s.task.role), s.reused ? "reused" : "new");
+  }
+  return fmt::format("[{}/{}] {}", s.index + 1, total, what);
 }
 
 int run(Globals& g, const RunArgs& a) {
@@ -76,7 +106,16 @@ int run(Globals& g, const RunArgs& a) {
   Interruption interruption([&](int) {
     pool.interrupt("interrupted", [&] { options.cancel.cancel(); });
   });
-  auto result = invoke::run_conversation(*st, pool, *entries, options);
+  LiveOutput live(g.json, options.timeout);  // logs, progress and each entry as it finishes, on stderr
+  live.attach(options);
+  invoke::RunHooks hooks;
+  hooks.on_call = [&](std::size_t, const taskyon::tasks::Task& call) { live.begin(LiveOutput::tool_name(call, "call")); };
+  hooks.on_step = [&](const invoke::Step& s) {
+    live.end();
+    live.line(step_line(s, entries->size(), g.json));
+  };
+  auto result = invoke::run_conversation(*st, pool, *entries, options, hooks);
+  live.end();
   if (!result) {
     auto e = result.error();
     e.where = a.file + ": " + e.where;

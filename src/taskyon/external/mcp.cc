@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <climits>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -99,8 +100,10 @@ class Session {
   }
 
   // Sends a request and waits for its response, answering server requests
-  // with "method not found" and skipping notifications.
-  std::expected<Value, Stop> request(const std::string& method, Value params) {
+  // with "method not found" and handing notifications to `on_notification`
+  // (if given; else they are skipped).
+  std::expected<Value, Stop> request(const std::string& method, Value params,
+                                     const std::function<void(const Value&)>& on_notification = {}) {
     const auto id = ++next_id_;
     if (!send({{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", std::move(params)}}))
       return std::unexpected(Stop::closed);
@@ -111,6 +114,8 @@ class Session {
       if (m.contains("method")) {
         if (m.contains("id"))
           send({{"jsonrpc", "2.0"}, {"id", m["id"]}, {"error", {{"code", -32601}, {"message", "not supported"}}}});
+        else if (on_notification)
+          on_notification(m);
         continue;
       }
       if (m.contains("id") && m["id"] == id) return m;
@@ -269,8 +274,29 @@ namespace {
 // tools/call on an initialized session. `keep`: the session stays running
 // after a call that ended well (the kept-alive client); it is stopped after
 // anything else, and always when `keep` is false.
+// Hands a notifications/progress for `token` to events.on_progress, within
+// the bounds of mcp.h CallEvents; anything else is skipped.
+std::function<void(const Value&)> progress_handler(const CallEvents& events, const Value& token, std::size_t& frames) {
+  if (!events.on_progress) return {};
+  return [&events, token, &frames](const Value& m) {
+    if (m.value("method", "") != "notifications/progress" || !m.contains("params") || !m["params"].is_object()) return;
+    const Value& p = m["params"];
+    if (p.value("progressToken", Value()) != token || !p.contains("progress") || !p["progress"].is_number()) return;
+    if (frames >= sandbox::kMaxProgressFrames) return;
+    ++frames;
+    const double total = p.contains("total") && p["total"].is_number() ? p["total"].get<double>() : std::nan("");
+    std::string message = p.contains("message") && p["message"].is_string() ? p["message"].get<std::string>() : "";
+    if (message.size() > sandbox::kMaxProgressMessageBytes) {
+      std::size_t n = sandbox::kMaxProgressMessageBytes;
+      while (n > 0 && (static_cast<unsigned char>(message[n]) & 0xC0) == 0x80) --n;
+      message.resize(n);
+    }
+    events.on_progress(p["progress"].get<double>(), total, message);
+  };
+}
+
 sandbox::CallOutcome call_on(Session& s, const std::string& tool, const Value& arguments, const Value& output_schema,
-                             Clock::time_point started, bool keep, bool* failed) {
+                             Clock::time_point started, bool keep, bool* failed, const CallEvents& events) {
   sandbox::CallOutcome out;
   const auto finish = [&](sandbox::Status status, std::string error) {
     out.status = status;
@@ -291,7 +317,11 @@ sandbox::CallOutcome call_on(Session& s, const std::string& tool, const Value& a
                                                   : sandbox::Status::protocol_error;
     return finish(status, fmt::format("the MCP server {} during {}", describe(stop), during));
   };
-  auto reply = s.request("tools/call", {{"name", tool}, {"arguments", arguments}});
+  Value params = {{"name", tool}, {"arguments", arguments}};
+  const Value token = "tycli-progress";
+  if (events.on_progress) params["_meta"] = {{"progressToken", token}};
+  std::size_t frames = 0;
+  auto reply = s.request("tools/call", std::move(params), progress_handler(events, token, frames));
   if (!reply) return stopped(reply.error(), "tools/call");
   if (reply->contains("error"))
     return finish(sandbox::Status::tool_error,
@@ -338,13 +368,14 @@ std::string server_key(const McpServer& server) {
 }  // namespace
 
 Result<sandbox::CallOutcome> call_tool(const McpServer& server, const std::string& tool, const Value& arguments,
-                                       const Value& output_schema, std::chrono::milliseconds timeout) {
+                                       const Value& output_schema, std::chrono::milliseconds timeout,
+                                       const CallEvents& events) {
   const auto started = Clock::now();
   Session s;
   if (auto r = s.start(server, started + timeout); !r) return std::unexpected(r.error());
   auto init = initialize(s);
   if (!init) return failed_start(init.error(), s, started);
-  auto out = call_on(s, tool, arguments, output_schema, started, /*keep=*/false, nullptr);
+  auto out = call_on(s, tool, arguments, output_schema, started, /*keep=*/false, nullptr, events);
   out.fresh_sandbox = true;
   return out;
 }
@@ -365,7 +396,7 @@ McpClients::~McpClients() = default;  // each Session's destructor stops its ser
 Result<sandbox::CallOutcome> McpClients::call_tool(const McpServer& server, const std::string& tool,
                                                    const Value& arguments, const Value& output_schema,
                                                    std::chrono::milliseconds timeout,
-                                                   const sandbox::CancelToken& cancel) {
+                                                   const sandbox::CancelToken& cancel, const CallEvents& events) {
   const auto started = Clock::now();
   std::shared_ptr<Impl::Server> entry;
   {
@@ -396,7 +427,7 @@ Result<sandbox::CallOutcome> McpClients::call_tool(const McpServer& server, cons
   s.set_deadline(started + timeout);
   s.set_cancel_fd(cancel.fd());
   bool failed = false;
-  auto out = call_on(s, tool, arguments, output_schema, started, /*keep=*/true, &failed);
+  auto out = call_on(s, tool, arguments, output_schema, started, /*keep=*/true, &failed, events);
   s.set_cancel_fd(-1);
   out.fresh_sandbox = fresh;
   if (failed) {

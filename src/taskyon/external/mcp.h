@@ -13,8 +13,10 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "taskyon/base/error.h"
@@ -42,13 +44,25 @@ inline constexpr std::size_t kMaxMessageBytes = 8u << 20;  // one JSON-RPC line,
 // timed out), naming the command.
 Result<std::vector<McpTool>> list_tools(const McpServer& server, std::chrono::milliseconds timeout);
 
+// Progress of a running tools/call (issue 16 item 3): the request carries
+// `_meta.progressToken` when on_progress is set, and each
+// notifications/progress with that token is handed on, on the calling
+// thread, before call_tool returns: progress, total (NaN when absent),
+// message ("" when absent); at most sandbox::kMaxProgressFrames per call,
+// messages cut to sandbox::kMaxProgressMessageBytes (at a UTF-8 boundary).
+// Nothing of it is stored. Other notifications are skipped, as before.
+struct CallEvents {
+  std::function<void(double, double, std::string_view)> on_progress = {};
+};
+
 // tools/call. The outcome: ok with value {"content": [...], "structuredContent"?}
 // (structuredContent checked against `output_schema` when it is an object);
 // tool_error when the server reports isError or a JSON-RPC error; timeout;
 // crashed when the server exits or closes stdout mid-call; protocol_error for
 // malformed or oversized messages. Error only when the server cannot be started.
 Result<sandbox::CallOutcome> call_tool(const McpServer& server, const std::string& tool, const json::Value& arguments,
-                                       const json::Value& output_schema, std::chrono::milliseconds timeout);
+                                       const json::Value& output_schema, std::chrono::milliseconds timeout,
+                                       const CallEvents& events = {});
 
 // The long-lived host's imported servers (issue 13 item 5): one running
 // server and one MCP session per (command, cwd), started on first use and
@@ -66,7 +80,7 @@ class McpClients {
 
   Result<sandbox::CallOutcome> call_tool(const McpServer& server, const std::string& tool, const json::Value& arguments,
                                          const json::Value& output_schema, std::chrono::milliseconds timeout,
-                                         const sandbox::CancelToken& cancel);
+                                         const sandbox::CancelToken& cancel, const CallEvents& events = {});
 
   std::size_t running() const;   // servers kept running now
   std::vector<int> pids() const;  // their process ids (tests, diagnostics)

@@ -43,7 +43,8 @@ Result<std::optional<tasks::Task>> stored_result(store::Store& store, const std:
 // result, for a call), kept so a chained entry does not load and verify its
 // ancestors again: each ancestor is verified once per run (linear records).
 Result<Step> run_entry(store::Store& store, sandbox::Pool& pool, const tasks::ConversationEntry& entry, std::size_t i,
-                       const std::vector<Step>& steps, const Options& options, std::vector<tasks::Task>& chain) {
+                       const std::vector<Step>& steps, const Options& options, std::vector<tasks::Task>& chain,
+                       const RunHooks& hooks) {
   auto parent = parent_of(store, entry, i, steps);
   if (!parent) return std::unexpected(parent.error());
   tasks::Scope scope{{}, store.resolver()};
@@ -90,6 +91,7 @@ Result<Step> run_entry(store::Store& store, sandbox::Pool& pool, const tasks::Co
     }
     step.reused = false;  // stored without a result: run it now
   }
+  if (hooks.on_call) hooks.on_call(i, step.task);
   auto inv = run_call(store, pool, step.task, options, lineage);
   if (!inv) return std::unexpected(inv.error());
   step.task = std::move(inv->call);
@@ -108,7 +110,8 @@ bool RunReport::tools_ok() const {
 }
 
 Result<RunReport> run_conversation(store::Store& store, sandbox::Pool& pool,
-                                   const std::vector<tasks::ConversationEntry>& entries, const Options& options) {
+                                   const std::vector<tasks::ConversationEntry>& entries, const Options& options,
+                                   const RunHooks& hooks) {
   RunReport report;
   std::vector<tasks::Task> chain;
   for (std::size_t i = 0; i < entries.size(); ++i) {
@@ -116,13 +119,14 @@ Result<RunReport> run_conversation(store::Store& store, sandbox::Pool& pool,
       report.interrupted = true;
       break;
     }
-    auto step = run_entry(store, pool, entries[i], i, report.steps, options, chain);
+    auto step = run_entry(store, pool, entries[i], i, report.steps, options, chain, hooks);
     if (!step) {
       auto e = step.error();
       e.where = fmt::format("/{}", i) + (e.where.empty() ? "" : ": " + e.where);
       return std::unexpected(e);
     }
     report.steps.push_back(std::move(*step));
+    if (hooks.on_step) hooks.on_step(report.steps.back());
   }
   if (options.cancel.cancelled()) report.interrupted = true;
   return report;

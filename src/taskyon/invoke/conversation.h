@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -37,7 +38,17 @@ struct RunReport {
 // and content-addressed: running the fixed file again reuses them). Once
 // options.cancel fires the run stops after the entry in progress (its call
 // stored as Cancelled) and reports `interrupted`.
+// What a run reports while it goes (tycli run prints each entry as it
+// finishes), on the calling thread: on_call right before entry `index`'s
+// call runs (not for a call reused with its stored result), on_step once an
+// entry is done (the same Step later found in RunReport::steps).
+struct RunHooks {
+  std::function<void(std::size_t index, const tasks::Task& call)> on_call = {};
+  std::function<void(const Step& step)> on_step = {};
+};
+
 Result<RunReport> run_conversation(store::Store& store, sandbox::Pool& pool,
-                                   const std::vector<tasks::ConversationEntry>& entries, const Options& options);
+                                   const std::vector<tasks::ConversationEntry>& entries, const Options& options,
+                                   const RunHooks& hooks = {});
 
 }  // namespace taskyon::invoke

@@ -153,12 +153,13 @@ Result<sandbox::CallOutcome> execute(const tasks::ResolvedTool& tool, const json
       if (m.service.contains("mcp")) {
         const auto& mcp = m.service["mcp"];
         const external::McpServer server{mcp["command"].get<std::vector<std::string>>(), mcp.value("cwd", "")};
+        const external::CallEvents events{options.on_progress};  // notifications/progress, shown live
         if (options.mcp_clients)
           return options.mcp_clients->call_tool(server, mcp["tool"].get<std::string>(), args,
                                                 mcp.value("outputSchema", json::Value()), options.timeout,
-                                                options.cancel);
+                                                options.cancel, events);
         return external::call_tool(server, mcp["tool"].get<std::string>(), args,
-                                   mcp.value("outputSchema", json::Value()), options.timeout);
+                                   mcp.value("outputSchema", json::Value()), options.timeout, events);
       }
       return call_https_service(tool.revision, m, args, options, capabilities);
     }

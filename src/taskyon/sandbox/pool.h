@@ -192,6 +192,12 @@ struct CallRequest {
   std::string session = {};
   // Called on the calling thread for each log frame (and stderr line) as it
   // arrives, before call() returns; the entry is also kept in CallOutcome::logs.
+  // Exactly the kept entries are handed on, in order: streamed text counts
+  // against max_log_bytes (UTF-8 bytes per call; the entry that crosses it is
+  // cut at a UTF-8 boundary, later ones are dropped and logs_truncated set),
+  // so a chatty tool, even one writing frames to its fds itself, costs the
+  // caller at most that much. A stderr line is handed on at its '\n' (or at
+  // the call's end). Not called for a load that fails (its logs are in the outcome).
   std::function<void(const LogEntry&)> on_log = {};
   // Called for each "progress" frame (context.progress(value, total?, message?))
   // as it arrives: value, total (NaN when not given), message; at most
