@@ -38,6 +38,8 @@ Value invocation_json(const invoke::Invocation& inv) {
                {"sandbox", {{"fresh", o.fresh_sandbox}, {"destroyed", o.destroyed ? Value(*o.destroyed) : Value()}}},
                {"durationMs", o.duration.count()},
                {"plantedBy", inv.call.created_by ? tasks::provenance_json(*inv.call.created_by) : Value()}};
+  const auto& result = inv.result.content["toolResult"];
+  out["runtime"] = result.contains("runtime") ? result["runtime"] : Value();  // invoke/runtime_record.h
   if (inv.ok())
     out["result"] = o.value;
   else

@@ -15,7 +15,9 @@
 //   {"message": STRING}                                  role system|user|assistant
 //   {"functionCall": {"name": NAME, "arguments": OBJECT}} role assistant
 //   {"toolResult": {"result": VALUE | "error": {"code": STRING, "message": STRING},
-//                   "logs": [{"level": STRING, "text": STRING}, …]}}   role tool
+//                   "logs": [{"level": STRING, "text": STRING}, …],
+//                   "runtime": {"kind": STRING, "version": STRING[, "isolation": STRING]}}}   role tool
+//     (runtime optional: which runtime produced the result, docs/tasks.md "Runtime records")
 //   {"toolDefinition": {"definition": MANIFEST}}         role system|user|assistant
 //   {"toolDefinition": {"binding": {"revision": "sha256:…"}}}
 #pragma once
