@@ -5,6 +5,7 @@
 
 #include "cli.h"
 #include "taskyon/base/escape.h"
+#include "taskyon/host/views.h"
 #include "taskyon/invoke/runtime_record.h"
 #include "tree.h"
 
@@ -30,9 +31,9 @@ int show(Globals& g, const std::string& ref) {
       if (c.role == taskyon::tasks::Role::tool) runtime = taskyon::invoke::recorded_runtime(c);
   }
   if (g.json) {
-    auto out = taskyon::tasks::task_json(*t);
-    if (runtime) out["runtime"] = *runtime;
-    print_json(out);
+    auto view = taskyon::host::task_view(*st, *t);  // the JSON API's shape too
+    if (!view) return report(g, view.error());
+    print_json(*view);
     return kExitOk;
   }
   std::cout << "id        " << t->id << "\n"
