@@ -354,7 +354,7 @@ TEST_F(Capabilities, StorageNeedsAGrantAndOutlivesTheSandbox) {  // S7
 TEST_F(Capabilities, AskingRecordsTheAnswerAsAGrantForExactlyThatRevisionOriginAndAccess) {  // --ask
   const auto rev = install("asker", fetcher());
   std::vector<invoke::GrantQuestion> asked;
-  bool answer = false;
+  auto answer = invoke::GrantAnswer::no;
   options.capabilities.ask = [&](const invoke::GrantQuestion& q) {
     asked.push_back(q);
     return answer;
@@ -367,7 +367,12 @@ TEST_F(Capabilities, AskingRecordsTheAnswerAsAGrantForExactlyThatRevisionOriginA
   EXPECT_EQ(asked[0].access, capability::Access::read);
   EXPECT_TRUE(store::fetch_grants(*st, rev).value().empty());
 
-  answer = true;
+  answer = invoke::GrantAnswer::once;  // allowed for this call, nothing recorded
+  EXPECT_EQ(value_of("asker", server_->url("/ok"))["status"], 200);
+  EXPECT_TRUE(store::fetch_grants(*st, rev).value().empty());
+  ASSERT_EQ(asked.size(), 2u);
+
+  answer = invoke::GrantAnswer::always;
   EXPECT_EQ(value_of("asker", server_->url("/ok"))["status"], 200);
   auto grants = store::fetch_grants(*st, rev);
   ASSERT_TRUE(grants);
@@ -375,9 +380,9 @@ TEST_F(Capabilities, AskingRecordsTheAnswerAsAGrantForExactlyThatRevisionOriginA
   EXPECT_EQ((*grants)[0].origin, server_->origin());
   EXPECT_EQ((*grants)[0].access, capability::Access::read);
   EXPECT_EQ((*grants)[0].granted_by, "tester (asked)");
-  answer = false;  // the recorded grant answers from now on: no second question
+  answer = invoke::GrantAnswer::no;  // the recorded grant answers from now on: no further question
   EXPECT_EQ(value_of("asker", server_->url("/ok"))["status"], 200);
-  EXPECT_EQ(asked.size(), 2u);
+  EXPECT_EQ(asked.size(), 3u);
 }
 
 TEST_F(Capabilities, AnHttpsEndpointToolGoesThroughTheSamePolicyAndGrant) {  // issue 7, M8

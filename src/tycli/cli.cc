@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <iostream>
 
 #include <fmt/format.h>
@@ -48,7 +49,18 @@ taskyon::Result<taskyon::store::Store> open_store(const Globals& g, StoreUse use
     if (!p) return std::unexpected(p.error());
     path = *p;
   }
-  if (use == StoreUse::read) return taskyon::store::Store::open_for_reading(path);
+  if (use == StoreUse::read) {
+    // A read never creates a store (issue 16): a mistyped --db or
+    // TASKYON_HOME would otherwise show an empty one as if it were yours.
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec))
+      return taskyon::fail(Errc::not_found,
+                           fmt::format("there is no store at {} (check --db and TASKYON_HOME); commands that write "
+                                       "create it, e.g. `tycli tool install FILE`",
+                                       path),
+                           path);
+    return taskyon::store::Store::open_for_reading(path);
+  }
   return taskyon::store::Store::open(path);
 }
 

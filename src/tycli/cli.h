@@ -47,7 +47,9 @@ int exit_code_for(const taskyon::Error& error);
 int report(const Globals& g, const taskyon::Error& error);
 
 // Opens the store at --db or the default location; StoreUse::read for
-// commands that never write (they work on a read-only store).
+// commands that never write (they work on a read-only store, and refuse one
+// that does not exist with Errc::not_found naming the path and the command
+// that creates one); StoreUse::write creates it.
 enum class StoreUse { write, read };
 taskyon::Result<taskyon::store::Store> open_store(const Globals& g, StoreUse use = StoreUse::write);
 
@@ -82,6 +84,17 @@ void print_json(const taskyon::json::Value& value);
 
 // "sha256:0123456789ab" (the first 12 hex digits), for tables.
 std::string short_id(const std::string& id);
+
+// Says on stderr, on every use, that a TEST-ONLY flag weakens the fetch
+// policy: "tycli: warning: --fetch-allow-cidr 127.0.0.1/32 is for tests only: …".
+void warn_test_only(std::string_view flag, std::string_view value);
+
+// What $TASKYON_HOME/config.json says for `call` and `run` under their flags
+// (sandbox/runtime.h read_runtime_choice): its "timeout" (ms) replaces
+// `timeout_ms` unless --timeout was given (`timeout_given`), its
+// "pythonIsolation" fills an empty `python_isolation`. The errors of
+// read_runtime_choice.
+taskyon::Result<void> apply_config_file(long long& timeout_ms, bool timeout_given, std::string& python_isolation);
 
 // The capability options of a call from the global options: the test-only
 // network admission and, with --ask on a terminal, a prompt that records a

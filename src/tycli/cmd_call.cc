@@ -13,6 +13,7 @@
 #include "taskyon/base/escape.h"
 #include "taskyon/host/views.h"
 #include "taskyon/invoke/invoke.h"
+#include "taskyon/invoke/runtime_record.h"
 #include "taskyon/native/python.h"
 #include "taskyon/sandbox/runtime.h"
 #include "taskyon/tasks/compiler.h"
@@ -33,8 +34,10 @@ struct CallArgs {
   bool disposable = false;
   bool approve_python = false;          // P2, for this process only
   std::string python_isolation;       // empty: strict (the default)
+  bool timeout_given = false;           // --timeout given: it wins over config.json's "timeout"
   std::string js_runtime;               // --js-runtime node|deno; empty: config file, else node
   long long memory_budget_mib = -1;     // --memory-budget; -1: config file, else the default
+  std::string runtime_mismatch = "refuse";  // --runtime-mismatch refuse|allow (with --task)
 };
 
 // `streamed`: the first logs were printed live already (live.h).
@@ -62,7 +65,35 @@ void print_human(const taskyon::invoke::Invocation& inv, bool verbose, std::size
   }
 }
 
-int call(Globals& g, const CallArgs& a) {
+// A stored call re-run on another runtime than the one its result records
+// (issue 16): refused unless --runtime-mismatch allow; another version of the
+// same runtime is said on stderr.
+int check_runtime(const Globals& g, const CallArgs& a, taskyon::store::Store& st, const sandbox::Pool& pool,
+                  const tasks::Task& call, const taskyon::native::Session& natives) {
+  auto cmp = taskyon::invoke::compare_runtime(st, pool, call, &natives);
+  if (!cmp) return report(g, cmp.error());
+  using taskyon::invoke::describe_runtime;
+  if (cmp->mismatch()) {
+    const auto& now = *cmp->now;
+    const bool python = now.value("kind", "") == "python";
+    const std::string chosen = python ? "--python-isolation " + now.value("isolation", "")
+                                      : "--js-runtime " + now.value("kind", "");
+    const std::string what = fmt::format("this call ran on {}; {} would run it on {}", describe_runtime(cmp->recorded),
+                                         chosen, describe_runtime(now));
+    if (a.runtime_mismatch != "allow")
+      return report(g, {taskyon::Errc::bad_usage,
+                        what + "; pass --runtime-mismatch allow to run it anyway (its new result records " +
+                            describe_runtime(now) + ")",
+                        "--runtime-mismatch"});
+    std::cerr << "tycli: warning: " << what << " (--runtime-mismatch allow)\n";
+  } else if (cmp->version_differs()) {
+    std::cerr << fmt::format("tycli: note: this call ran on {}; it now runs on {}\n", describe_runtime(cmp->recorded),
+                             describe_runtime(*cmp->now));
+  }
+  return kExitOk;
+}
+
+int call(Globals& g, CallArgs a) {  // a copy: the config file fills it in
   if (a.task.empty() && a.tool.empty())
     return report(g, {taskyon::Errc::bad_usage,
                       "name the tool to call (its name, revision id or prefix: `tycli tool list`) or a stored call "
@@ -74,6 +105,8 @@ int call(Globals& g, const CallArgs& a) {
   if (!a.task.empty() && !a.args.empty())
     return report(g, {taskyon::Errc::bad_usage, "--args cannot be combined with --task (a stored call keeps its arguments)",
                       "--args"});
+  if (auto configured = apply_config_file(a.timeout_ms, a.timeout_given, a.python_isolation); !configured)
+    return report(g, configured.error());
   if (a.timeout_ms <= 0)
     return report(g, {taskyon::Errc::bad_usage, "--timeout must be a positive number of milliseconds", "--timeout"});
 
@@ -119,6 +152,8 @@ int call(Globals& g, const CallArgs& a) {
   remedies.attach(options.capabilities);
   taskyon::native::Session natives(taskyon::native::python::session_settings(a.approve_python, a.python_isolation));
   options.natives = &natives;
+  if (!a.task.empty())
+    if (int refused = check_runtime(g, a, *st, pool, calls.front(), natives); refused != kExitOk) return refused;
   LiveOutput live(g.json, options.timeout);  // logs and progress as they arrive, on stderr
   live.attach(options);
   // A signal ends the running call as cancelled and destroys every sandbox
@@ -158,9 +193,13 @@ void add_call_command(CLI::App& app, Globals& g) {
                 "arguments as JSON or @FILE (default {}); repeat for several calls in one retained sandbox")
       ->allow_extra_args(false);
   c->add_option("--task", a->task, "re-run a stored call on its pinned revision");
-  c->add_option("--timeout", a->timeout_ms, "per call, in ms (default 10000)");
+  c->add_option("--timeout", a->timeout_ms, "per call, in ms (default 10000, or \"timeout\" in config.json)")
+      ->each([a](const std::string&) { a->timeout_given = true; });
   c->add_option("--js-runtime", a->js_runtime,
                 "node (default) or deno; overrides \"jsRuntime\" in $TASKYON_HOME/config.json");
+  c->add_option("--runtime-mismatch", a->runtime_mismatch,
+                "with --task: refuse (default) or allow a re-run on another runtime than its result records")
+      ->check(CLI::IsMember({"refuse", "allow"}));
   add_memory_budget_option(*c, a->memory_budget_mib);
   c->add_flag("--verbose", a->verbose, "show task ids, pinned revisions and the sandbox's life");
   c->add_flag("--disposable", a->disposable, "run each call in a fresh sandbox, destroyed after it");

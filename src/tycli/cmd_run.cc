@@ -28,6 +28,7 @@ struct RunArgs {
   long long timeout_ms = 10000;
   bool approve_python = false;          // P2, for this process only
   std::string python_isolation;       // empty: strict (the default)
+  bool timeout_given = false;           // --timeout given: it wins over config.json's "timeout"
   std::string js_runtime;               // --js-runtime node|deno; empty: config file, else node
   long long memory_budget_mib = -1;     // --memory-budget; -1: config file, else the default
 };
@@ -70,7 +71,9 @@ std::string step_line(const invoke::Step& s, std::size_t total, bool json) {
   return fmt::format("[{}/{}] {}", s.index + 1, total, what);
 }
 
-int run(Globals& g, const RunArgs& a) {
+int run(Globals& g, RunArgs a) {  // a copy: the config file fills it in
+  if (auto configured = apply_config_file(a.timeout_ms, a.timeout_given, a.python_isolation); !configured)
+    return report(g, configured.error());
   if (a.timeout_ms <= 0)
     return report(g, {taskyon::Errc::bad_usage, "--timeout must be a positive number of milliseconds", "--timeout"});
   auto file = read_json_file(a.file, kMaxConversationFileBytes, "the conversation file");
@@ -185,7 +188,8 @@ void add_run_command(CLI::App& app, Globals& g) {
   r->add_option("file", a->file, "conversation file (a JSON array of drafts, see docs/tasks.md)")
       ->required()
       ->check(CLI::ExistingFile);
-  r->add_option("--timeout", a->timeout_ms, "per call, in ms (default 10000)");
+  r->add_option("--timeout", a->timeout_ms, "per call, in ms (default 10000, or \"timeout\" in config.json)")
+      ->each([a](const std::string&) { a->timeout_given = true; });
   r->add_option("--js-runtime", a->js_runtime,
                 "node (default) or deno; overrides \"jsRuntime\" in $TASKYON_HOME/config.json");
   add_memory_budget_option(*r, a->memory_budget_mib);

@@ -1,9 +1,12 @@
 // tycli task show ID | tycli task tree [ROOT]
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include "cli.h"
 #include "taskyon/base/escape.h"
+#include "taskyon/host/views.h"
+#include "taskyon/invoke/runtime_record.h"
 #include "tree.h"
 
 namespace tycli {
@@ -16,8 +19,21 @@ int show(Globals& g, const std::string& ref) {
   if (!st) return report(g, st.error());
   auto t = st->task(ref);  // verified: a tampered row is an integrity error, never shown as valid
   if (!t) return report(g, t.error());
+  // The runtime that produced a result (invoke/runtime_record.h): a
+  // tool-result's own; a call's, of its latest result. null: unknown.
+  std::optional<Value> runtime;
+  const auto kind = taskyon::tasks::content_kind(t->content).value_or("");
+  if (kind == "toolResult") runtime = taskyon::invoke::recorded_runtime(*t);
+  if (kind == "functionCall") {
+    auto children = st->children(t->id);
+    if (!children) return report(g, children.error());
+    for (const auto& c : *children)
+      if (c.role == taskyon::tasks::Role::tool) runtime = taskyon::invoke::recorded_runtime(c);
+  }
   if (g.json) {
-    print_json(taskyon::tasks::task_json(*t));
+    auto view = taskyon::host::task_view(*st, *t);  // the JSON API's shape too
+    if (!view) return report(g, view.error());
+    print_json(*view);
     return kExitOk;
   }
   std::cout << "id        " << t->id << "\n"
@@ -34,6 +50,7 @@ int show(Globals& g, const std::string& ref) {
   if (!t->labels.empty()) std::cout << "labels    " << dump(Value(t->labels), -1) << "\n";
   if (t->tool_revision) std::cout << "tool      " << *t->tool_revision << "\n";
   if (t->settings_revision) std::cout << "settings  " << *t->settings_revision << "\n";
+  if (runtime) std::cout << "runtime   " << taskyon::escape_terminal(taskyon::invoke::describe_runtime(*runtime)) << "\n";
   std::cout << "content   " << dump(t->content, 2) << "\n";
   return kExitOk;
 }

@@ -11,6 +11,8 @@
 
 #include "cli.h"
 #include "signals.h"
+#include "taskyon/base/escape.h"
+#include "taskyon/sandbox/runtime.h"
 #include "taskyon/sandbox/workdir.h"
 #include "taskyon/store/sandbox_log.h"
 
@@ -21,19 +23,38 @@ using taskyon::Errc;
 
 namespace {
 
-// A yes/no question on the terminal (stderr for the question, the tty for the answer).
-bool ask_on_terminal(const taskyon::invoke::GrantQuestion& q) {
+// The question on the terminal (stderr for the question, the tty for the
+// answer): once (this call, nothing stored), always (a grant), or no.
+taskyon::invoke::GrantAnswer ask_on_terminal(const taskyon::invoke::GrantQuestion& q) {
   std::cerr << fmt::format(
       "tycli: tool \"{}\" (revision {}) asks for {} access to {}.\n"
-      "       Granting records a grant for exactly this revision, origin and access class.\n"
-      "       Grant it? [y/N] ",
+      "       once: allow it for this call only (nothing is stored)\n"
+      "       always: record a grant for exactly this revision, origin and access class\n"
+      "       Allow it? [o]nce / [a]lways / [N]o ",
       q.tool, q.revision, capability::access_name(q.access), q.origin);
   std::string answer;
-  if (!std::getline(std::cin, answer)) return false;
-  return answer == "y" || answer == "Y" || answer == "yes";
+  if (!std::getline(std::cin, answer)) return taskyon::invoke::GrantAnswer::no;
+  if (answer == "o" || answer == "O" || answer == "once") return taskyon::invoke::GrantAnswer::once;
+  if (answer == "a" || answer == "A" || answer == "always") return taskyon::invoke::GrantAnswer::always;
+  return taskyon::invoke::GrantAnswer::no;
 }
 
 }  // namespace
+
+taskyon::Result<void> apply_config_file(long long& timeout_ms, bool timeout_given, std::string& python_isolation) {
+  auto choice = taskyon::sandbox::read_runtime_choice(taskyon::sandbox::config_file_path());
+  if (!choice) return std::unexpected(choice.error());
+  if (choice->timeout_ms && !timeout_given) timeout_ms = *choice->timeout_ms;
+  if (python_isolation.empty()) python_isolation = choice->python_isolation;
+  return {};
+}
+
+void warn_test_only(std::string_view flag, std::string_view value) {
+  std::cerr << fmt::format("tycli: warning: {} {} is for tests only: it {} (never use it outside a test)\n", flag,
+                           taskyon::escape_terminal(value),
+                           flag == "--fetch-ca-file" ? "replaces the system's trust anchors for every fetch"
+                                                     : "admits fetches to addresses the policy blocks (M9)");
+}
 
 taskyon::Result<taskyon::invoke::CapabilityOptions> capability_options(const Globals& g) {
   taskyon::invoke::CapabilityOptions options;

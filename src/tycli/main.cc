@@ -23,12 +23,14 @@ int main(int argc, char** argv) {
                  "$XDG_DATA_HOME/taskyon, else ~/.local/share/taskyon)");
   app.add_flag("--json", g.json, "machine-readable JSON output on stdout");
   app.add_flag("--ask", g.ask, "call/run: on a terminal, ask before denying a fetch no grant allows (the answer is "
-                               "recorded as a grant)");
+                               "once: this call only; always: recorded as a grant; no: denied)");
   app.add_option("--fetch-allow-cidr", g.fetch_allow_cidr,
                  "TEST ONLY: admit fetches to addresses in this block (e.g. a loopback test server); repeatable")
-      ->group("Test-only");
+      ->group("Test-only")
+      ->each([](const std::string& v) { tycli::warn_test_only("--fetch-allow-cidr", v); });
   app.add_option("--fetch-ca-file", g.fetch_ca_file, "TEST ONLY: trust these PEM anchors instead of the system's")
-      ->group("Test-only");
+      ->group("Test-only")
+      ->each([](const std::string& v) { tycli::warn_test_only("--fetch-ca-file", v); });
 
   tycli::add_tool_commands(app, g);
   tycli::add_call_command(app, g);

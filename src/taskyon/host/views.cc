@@ -1,6 +1,7 @@
 #include "taskyon/host/views.h"
 
 #include "taskyon/capability/policy.h"
+#include "taskyon/invoke/runtime_record.h"
 
 namespace taskyon::host {
 
@@ -38,10 +39,26 @@ Value invocation_json(const invoke::Invocation& inv) {
                {"sandbox", {{"fresh", o.fresh_sandbox}, {"destroyed", o.destroyed ? Value(*o.destroyed) : Value()}}},
                {"durationMs", o.duration.count()},
                {"plantedBy", inv.call.created_by ? tasks::provenance_json(*inv.call.created_by) : Value()}};
+  const auto& result = inv.result.content["toolResult"];
+  out["runtime"] = result.contains("runtime") ? result["runtime"] : Value();  // invoke/runtime_record.h
   if (inv.ok())
     out["result"] = o.value;
   else
     out["error"] = {{"code", sandbox::status_name(o.status)}, {"message", o.error}};
+  return out;
+}
+
+Result<Value> task_view(store::Store& store, const tasks::Task& task) {
+  Value out = tasks::task_json(task);
+  const auto kind = tasks::content_kind(task.content).value_or("");
+  if (kind == "toolResult") out["runtime"] = invoke::recorded_runtime(task);
+  if (kind == "functionCall") {
+    auto children = store.children(task.id);
+    if (!children) return std::unexpected(children.error());
+    out["runtime"] = Value();
+    for (const auto& c : *children)
+      if (c.role == tasks::Role::tool) out["runtime"] = invoke::recorded_runtime(c);
+  }
   return out;
 }
 

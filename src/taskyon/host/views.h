@@ -29,6 +29,11 @@ json::Value invocation_json(const invoke::Invocation& inv);
 
 // `task tree`: tasks::task_json plus "children" (nested), read from the store.
 Result<json::Value> tree_json(store::Store& store, const tasks::Task& root);
+// One task as `tycli task show --json` and GET /v1/tasks/ID show it:
+// tasks::task_json plus, for a tool result and a function call, "runtime":
+// the record of the result (of a call's latest result; invoke/runtime_record.h),
+// null when unknown. Reads the call's children.
+Result<json::Value> task_view(store::Store& store, const tasks::Task& task);
 
 // `audit`, one row: {"seq","at","revision","capability","target","access"(|null),"verdict","reason","task"(|null)}
 json::Value audit_row_json(const store::AuditEntry& entry);

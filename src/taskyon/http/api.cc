@@ -194,7 +194,11 @@ struct Api {
     return core.with_store([&](store::Store& store) {
       auto t = store.task(ref);
       if (!t) return error(t.error());
-      if (!tree) return Response::json(200, tasks::task_json(*t));
+      if (!tree) {
+        auto view = host::task_view(store, *t);  // as `tycli task show --json`
+        if (!view) return error(view.error());
+        return Response::json(200, *view);
+      }
       auto node = host::tree_json(store, *t);
       if (!node) return error(node.error());
       return Response::json(200, Value::array({std::move(*node)}));

@@ -1,5 +1,7 @@
 #include "taskyon/invoke/capabilities.h"
 
+#include <algorithm>
+
 #include <openssl/evp.h>
 
 #include <mutex>
@@ -219,8 +221,18 @@ CapabilityReply HostCapabilities::fetch(const json::Value& args, const sandbox::
       return std::nullopt;
     };
     if (!options_.ask) return missing();
+    const std::pair<std::string, capability::Access> key{std::string(origin), access};
+    if (std::find(allowed_once_.begin(), allowed_once_.end(), key) != allowed_once_.end()) {
+      asked = true;
+      return capability::FetchLimits{};
+    }
     asked = true;
-    if (!options_.ask({revision_, tool_, std::string(origin), access})) return missing();
+    const auto answer = options_.ask({revision_, tool_, std::string(origin), access});
+    if (answer == GrantAnswer::no) return missing();
+    if (answer == GrantAnswer::once) {
+      allowed_once_.push_back(key);
+      return capability::FetchLimits{};
+    }
     auto recorded = store::grant_fetch(store_, revision_, origin, access, {}, options_.asked_by);
     if (!recorded) return std::nullopt;
     return capability::FetchLimits{};

@@ -22,6 +22,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "taskyon/capability/fetch.h"
@@ -38,15 +39,19 @@ inline constexpr std::size_t kMaxDraftBytes = 64u << 10;   // one draft's JSON, 
 // more were refused and allowed (issue 12.7: a tool cannot fill the disk).
 inline constexpr std::size_t kMaxAuditRowsPerCall = 100;
 
-// A fetch that no grant allows, put to a person (--ask on a TTY). True: grant
-// it; the answer is recorded as a grant for exactly (revision, origin, access).
+// A fetch that no grant allows, put to a person (--ask on a TTY). The answer:
+//   no      denied (nothing recorded);
+//   once    allowed for the rest of this call only (no grant is stored; the
+//           audit row says "asked, once");
+//   always  recorded as a grant for exactly (revision, origin, access).
 struct GrantQuestion {
   std::string revision;
   std::string tool;
   std::string origin;
   capability::Access access;
 };
-using AskGrant = std::function<bool(const GrantQuestion&)>;
+enum class GrantAnswer { no, once, always };
+using AskGrant = std::function<GrantAnswer(const GrantQuestion&)>;
 
 // A refusal a person can lift (a CLI prints the command that does it): no
 // fetch grant for (revision, origin, access), or no secret `secret` stored
@@ -117,6 +122,7 @@ class HostCapabilities final : public sandbox::Capabilities {
   std::size_t audit_rows_ = 0;          // rows written for this call
   std::size_t unrecorded_refused_ = 0;  // decisions past kMaxAuditRowsPerCall
   std::size_t unrecorded_allowed_ = 0;
+  std::vector<std::pair<std::string, capability::Access>> allowed_once_;  // GrantAnswer::once, this call
 };
 
 // RFC 4648 §4 base64, as the capability frames carry bytes.

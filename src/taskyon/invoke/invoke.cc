@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "taskyon/external/mcp.h"
+#include "taskyon/invoke/runtime_record.h"
 #include "taskyon/native/native.h"
 
 namespace taskyon::invoke {
@@ -22,8 +23,10 @@ json::Value logs_json(const sandbox::CallOutcome& outcome) {
   return logs;
 }
 
-Result<tasks::Task> result_task(const tasks::Task& call, const sandbox::CallOutcome& outcome) {
+Result<tasks::Task> result_task(const tasks::Task& call, const sandbox::CallOutcome& outcome,
+                                const std::optional<json::Value>& runtime) {
   json::Value body = {{"logs", logs_json(outcome)}};
+  if (runtime) body["runtime"] = *runtime;
   if (outcome.status == sandbox::Status::ok) {
     body["result"] = outcome.value;
   } else {
@@ -188,6 +191,9 @@ Result<Invocation> run_call(store::Store& store, sandbox::Pool& pool, const task
   if (!tool) return std::unexpected(tool.error());
   HostCapabilities capabilities(store, call, std::move(lineage), tool->revision, tool->manifest.name,
                                 options.capabilities);
+  // Which runtime produces the result (runtime_record.h): asked before the
+  // call, so a runtime that cannot say is never blamed on the tool.
+  const auto runtime = runtime_for(tool->manifest, pool.config(), options.natives);
   auto outcome = execute(*tool, call.content["functionCall"]["arguments"], pool, options, &capabilities, call.id);
   if (!outcome) return std::unexpected(outcome.error());
   if (lent) parent_lineage = capabilities.take_lineage();
@@ -204,14 +210,14 @@ Result<Invocation> run_call(store::Store& store, sandbox::Pool& pool, const task
     }
   }
   inv.call.state = state_after(inv.outcome.status);
-  auto result = result_task(inv.call, inv.outcome);
+  auto result = result_task(inv.call, inv.outcome, runtime);
   if (!result) {
     // The logs or the error text could not be hashed either: keep the error alone.
     inv.outcome.logs.clear();
     inv.outcome.status = inv.outcome.status == sandbox::Status::ok ? sandbox::Status::tool_error : inv.outcome.status;
     inv.outcome.error = "the call's outcome cannot be stored: " + result.error().describe();
     inv.call.state = tasks::State::error;
-    result = result_task(inv.call, inv.outcome);
+    result = result_task(inv.call, inv.outcome, runtime);
   }
   if (!result) return std::unexpected(result.error());
   inv.result = std::move(*result);

@@ -8,7 +8,8 @@
 // Cancelled (sandbox::Status::cancelled: the caller or a signal stopped it) or
 // Error, content {"toolResult": {"result": VALUE, "logs": [...]}} or
 // {"toolResult": {"error": {"code": STATUS, "message": STRING}, "logs": [...]}}
-// where STATUS is sandbox::status_name (e.g. "timeout").
+// where STATUS is sandbox::status_name (e.g. "timeout"); both with
+// "runtime": the runtime that produced it (runtime_record.h), when it ran in one.
 #pragma once
 
 #include <chrono>

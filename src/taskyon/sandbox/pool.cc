@@ -465,6 +465,8 @@ struct Pool::Impl {
 
 Pool::Pool(RuntimeConfig config) : impl_(std::make_unique<Impl>(std::move(config))) { impl_->start_filler(); }
 
+const RuntimeConfig& Pool::config() const { return impl_->config; }
+
 Pool::~Pool() {
   impl_->stop_filler();
   std::vector<std::shared_ptr<Sandbox>> doomed;

@@ -295,6 +295,9 @@ class Pool {
   void interrupt(std::string_view reason = "interrupted", const std::function<void()>& then = {});
   bool interrupted() const;
 
+  // The configuration every sandbox of the pool is started with (its runtime, limits).
+  const RuntimeConfig& config() const;
+
   // Called for every destruction, as it is recorded, under the pool's lock:
   // it must be quick, must not call back into the Pool, and must stay valid
   // until the Pool is destroyed (its destructor reports "shutdown" ones).

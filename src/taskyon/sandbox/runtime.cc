@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -225,6 +226,38 @@ Result<RuntimeChoice> read_runtime_choice(const std::string& config_file) {
   auto parsed = json::parse(text);
   if (!parsed) return fail(Errc::invalid_json, parsed.error().message, config_file);
   if (!parsed->is_object()) return fail(Errc::bad_usage, "the config file must hold a JSON object", config_file);
+  // A key this tycli does not know is refused, never ignored (issue 16): a
+  // typo would otherwise silently leave the default in force.
+  for (const auto& [key, value] : parsed->items()) {
+    if (std::find(kConfigKeys.begin(), kConfigKeys.end(), key) == kConfigKeys.end()) {
+      std::string known;
+      for (const auto k : kConfigKeys) known += fmt::format("{}\"{}\"", known.empty() ? "" : ", ", k);
+      return fail(Errc::bad_usage,
+                  fmt::format("the config file has an unknown key {}; the known keys are {}",
+                              json::Value(key).dump(-1, ' ', true), known),
+                  config_file);
+    }
+  }
+  if (auto it = parsed->find("nodePath"); it != parsed->end()) {
+    if (!it->is_string() || it->get<std::string>().empty())
+      return fail(Errc::bad_usage, "\"nodePath\" must be the path of a node executable", config_file);
+    choice.node_path = it->get<std::string>();
+  }
+  if (auto it = parsed->find("timeout"); it != parsed->end()) {
+    if (!it->is_number_unsigned() || it->get<std::uint64_t>() == 0 || it->get<std::uint64_t>() > kMaxConfigTimeoutMs)
+      return fail(Errc::bad_usage,
+                  fmt::format("\"timeout\" must be a whole number of milliseconds from 1 to {}, not {}",
+                              kMaxConfigTimeoutMs, it->dump()),
+                  config_file);
+    choice.timeout_ms = static_cast<long long>(it->get<std::uint64_t>());
+  }
+  if (auto it = parsed->find("pythonIsolation"); it != parsed->end()) {
+    if (!it->is_string() || (it->get<std::string>() != "strict" && it->get<std::string>() != "host"))
+      return fail(Errc::bad_usage,
+                  fmt::format("\"pythonIsolation\" must be \"strict\" or \"host\", not {}", it->dump()),
+                  config_file);
+    choice.python_isolation = it->get<std::string>();
+  }
   if (auto it = parsed->find("jsRuntime"); it != parsed->end()) {
     const auto runtime = it->is_string() ? parse_js_runtime(it->get<std::string>()) : std::nullopt;
     if (!runtime) {
@@ -253,6 +286,7 @@ Result<void> select_runtime(RuntimeConfig& config, std::string_view flag, const 
   auto choice = read_runtime_choice(config_file);
   if (!choice) return std::unexpected(std::move(choice.error()));
   if (!choice->deno_path.empty() && config.deno_path.empty()) config.deno_path = choice->deno_path;
+  if (!choice->node_path.empty() && config.node_path.empty()) config.node_path = choice->node_path;
   if (choice->memory_budget_mib) config.memory_budget_bytes = *choice->memory_budget_mib << 20;
   if (!flag.empty()) {
     const auto runtime = parse_js_runtime(flag);

@@ -12,6 +12,7 @@
 // explains the Deno grants and what was measured.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -42,6 +43,15 @@ struct RuntimeLocation {
 //   deno: find_deno(config.deno_path).
 // Errc::runtime_missing, saying how to install the runtime.
 Result<RuntimeLocation> locate_runtime(const RuntimeConfig& config);
+
+// The version `executable` (a runtime as locate_runtime found it) reports
+// for itself: node's `--version`, e.g. "v22.12.0" (= process.version); deno's
+// `--version` first line "deno 2.1.4 (…)" as "2.1.4" (= Deno.version.deno).
+// Asked once per (runtime, path) in a process, result or error cached; 10 s
+// limit, an environment of NO_COLOR=1 (and DENO_NO_UPDATE_CHECK=1 for Deno).
+// Errc::runtime_missing when it cannot be run or prints no version.
+// (runtime_version.cc)
+Result<std::string> runtime_version(JsRuntime runtime, const std::string& executable);
 
 // The Deno executable, searched in this order:
 //   1. `configured` when not empty (a path: absolute or relative to the cwd);
@@ -123,24 +133,37 @@ Result<Launch> prepare_launch(const std::string& executable, const RuntimeConfig
 std::string config_file_path();
 
 // The JS runtime chosen by the config file {"jsRuntime":"node"|"deno",
-// "denoPath":PATH, "sandboxMemoryBudgetMiB":N}: nullopt when the file does not
-// exist or says nothing. Errc::bad_usage too for a budget that is not a whole
+// "denoPath":PATH, "nodePath":PATH, "sandboxMemoryBudgetMiB":N, "timeout":MS,
+// "pythonIsolation":"strict"|"host"} (every key optional; each means what the
+// tycli flag of the same meaning does, and the flag wins): nullopt when the
+// file does not exist or says nothing. Errc::bad_usage for a key not in
+// kConfigKeys (the message names it and the known ones), a timeout that is
+// not a whole number of ms from 1 to kMaxConfigTimeoutMs, a pythonIsolation
+// other than strict/host, an empty or non-string nodePath. Errc::bad_usage too for a budget that is not a whole
 // number of MiB between 0 and 1048576.
 // Errc::invalid_json when it is not strict JSON; Errc::bad_usage when
 // jsRuntime is not "node"/"deno" or denoPath is not a string (`where` names the file).
 // The largest memory budget a config file or flag may set, MiB (1 TiB).
 inline constexpr std::uint64_t kMaxMemoryBudgetMib = 1u << 20;
 
+inline constexpr std::array<std::string_view, 6> kConfigKeys = {
+    "jsRuntime", "denoPath", "nodePath", "sandboxMemoryBudgetMiB", "timeout", "pythonIsolation"};
+inline constexpr std::uint64_t kMaxConfigTimeoutMs = 24ull * 3600 * 1000;  // "timeout": at most a day
+
 struct RuntimeChoice {
   std::optional<JsRuntime> runtime;
   std::string deno_path;
+  std::string node_path;                // "nodePath": RuntimeConfig::node_path (no flag)
+  std::optional<long long> timeout_ms;  // "timeout": per call, ms (= --timeout of call, run)
+  std::string python_isolation;         // "pythonIsolation": "strict" | "host"; empty: not said
   std::optional<std::uint64_t> memory_budget_mib;  // "sandboxMemoryBudgetMiB": a whole number >= 0 (0: no budget)
 };
 Result<RuntimeChoice> read_runtime_choice(const std::string& config_file);
 
 // Applies the selection rule of tycli: the --js-runtime flag (`flag`, empty
 // when not given) wins over the config file, which wins over the default
-// (node). The config file's "sandboxMemoryBudgetMiB" sets
+// (node). The config file's "nodePath"/"denoPath" set config.node_path/deno_path
+// when they are empty. Its "sandboxMemoryBudgetMiB" sets
 // config.memory_budget_bytes (tycli's --memory-budget, applied after, wins).
 // Errc::bad_usage for a flag other than node/deno; the errors of
 // read_runtime_choice.

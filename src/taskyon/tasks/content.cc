@@ -49,7 +49,15 @@ Result<void> check_function_call(const json::Value& c) {
 Result<void> check_tool_result(const json::Value& c) {
   const std::string at = "/content/toolResult";
   if (!c.is_object()) return bad("toolResult must be an object", at);
-  if (auto r = only(c, {"result", "error", "logs"}, at); !r) return r;
+  if (auto r = only(c, {"result", "error", "logs", "runtime"}, at); !r) return r;
+  if (c.contains("runtime")) {  // which runtime produced it (docs/tasks.md, "Runtime records")
+    const auto& rt = c["runtime"];
+    const auto is_string = [&](const char* k) { return rt.contains(k) && rt[k].is_string(); };
+    if (!rt.is_object() || !is_string("kind") || !is_string("version") ||
+        (rt.contains("isolation") && !rt["isolation"].is_string()))
+      return bad("toolResult.runtime must be {kind: string, version: string[, isolation: string]}", at + "/runtime");
+    if (auto r = only(rt, {"kind", "version", "isolation"}, at + "/runtime"); !r) return r;
+  }
   if (c.contains("result") == c.contains("error")) return bad("toolResult holds exactly one of result and error", at);
   if (c.contains("error")) {
     const auto& e = c["error"];

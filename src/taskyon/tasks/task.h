@@ -20,7 +20,9 @@
 //     same arguments under one node stay two tasks, and the id cannot be changed
 //     after the fact; a call without it hashes exactly as before.
 //   {"toolResult": {"result": VALUE | "error": {"code": STRING, "message": STRING},
-//                   "logs": [{"level": STRING, "text": STRING}, …]}}   role tool
+//                   "logs": [{"level": STRING, "text": STRING}, …],
+//                   "runtime": {"kind": STRING, "version": STRING[, "isolation": STRING]}}}   role tool
+//     (runtime optional: which runtime produced the result, docs/tasks.md "Runtime records")
 //   {"toolDefinition": {"definition": MANIFEST}}         role system|user|assistant
 //   {"toolDefinition": {"binding": {"revision": "sha256:…"}}}
 #pragma once

@@ -1,0 +1,85 @@
+#include "taskyon/invoke/runtime_record.h"
+
+#include <fmt/format.h>
+
+#include "taskyon/native/python.h"
+#include "taskyon/sandbox/runtime.h"
+#include "taskyon/tasks/scope.h"
+
+namespace taskyon::invoke {
+
+std::optional<json::Value> runtime_for(const registry::Manifest& tool, const sandbox::RuntimeConfig& config,
+                                       const native::Session* natives) {
+  switch (tool.execution) {
+    case registry::Execution::sandboxed_code: {
+      auto where = sandbox::locate_runtime(config);
+      if (!where) return std::nullopt;
+      auto version = sandbox::runtime_version(config.runtime, where->path);
+      return json::Value{{"kind", std::string(sandbox::js_runtime_name(config.runtime))},
+                         {"version", version ? *version : std::string("unknown")}};
+    }
+    case registry::Execution::trusted_native: {
+      if (tool.native != native::python::kPythonId) return std::nullopt;
+      const auto& python = native::python::interpreter();
+      if (!python) return std::nullopt;
+      const auto isolation = natives ? natives->python_isolation() : native::PythonIsolation::strict;
+      return json::Value{
+          {"kind", "python"}, {"version", python->version}, {"isolation", std::string(native::isolation_name(isolation))}};
+    }
+    case registry::Execution::external_service:
+      return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+std::string describe_runtime(const json::Value& record) {
+  if (!record.is_object()) return "unknown";
+  std::string out = fmt::format("{} {}", record.value("kind", "?"), record.value("version", "?"));
+  if (record.contains("isolation")) out += fmt::format(" ({})", record.value("isolation", "?"));
+  return out;
+}
+
+json::Value recorded_runtime(const tasks::Task& result) {
+  if (!result.content.is_object() || !result.content.contains("toolResult")) return nullptr;
+  const auto& r = result.content["toolResult"];
+  return r.contains("runtime") ? r["runtime"] : json::Value(nullptr);
+}
+
+bool RuntimeComparison::mismatch() const {
+  if (!recorded.is_object() || !now) return false;
+  return recorded.value("kind", "") != now->value("kind", "") ||
+         recorded.value("isolation", "") != now->value("isolation", "");
+}
+
+bool RuntimeComparison::version_differs() const {
+  return recorded.is_object() && now && !mismatch() && recorded.value("version", "") != now->value("version", "");
+}
+
+Result<RuntimeComparison> compare_runtime(store::Store& store, const sandbox::Pool& pool, const tasks::Task& call,
+                                          const native::Session* natives) {
+  RuntimeComparison out;
+  if (!call.tool_revision) return out;
+  auto children = store.children(call.id);
+  if (!children) return std::unexpected(children.error());
+  for (const auto& c : *children)  // in storage order: the last one is the latest run
+    if (c.role == tasks::Role::tool && c.content.contains("toolResult")) {
+      out.ran = true;
+      out.recorded = recorded_runtime(c);
+    }
+  std::optional<registry::Manifest> manifest;
+  if (auto registered = store.revision(*call.tool_revision)) {
+    manifest = std::move(registered->manifest);
+  } else if (registered.error().code == Errc::not_found && call.parent_id) {
+    auto lineage = store.lineage(*call.parent_id);
+    if (!lineage) return std::unexpected(lineage.error());
+    auto tool = tasks::pinned_in_lineage(*call.tool_revision, *lineage, store.resolver());
+    if (!tool) return std::unexpected(tool.error());
+    manifest = std::move(tool->manifest);
+  } else {
+    return std::unexpected(registered.error());
+  }
+  out.now = runtime_for(*manifest, pool.config(), natives);
+  return out;
+}
+
+}  // namespace taskyon::invoke
