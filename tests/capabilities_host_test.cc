@@ -371,6 +371,7 @@ TEST_F(Capabilities, AskingRecordsTheAnswerAsAGrantForExactlyThatRevisionOriginA
   EXPECT_EQ(value_of("asker", server_->url("/ok"))["status"], 200);
   EXPECT_TRUE(store::fetch_grants(*st, rev).value().empty());
   ASSERT_EQ(asked.size(), 2u);
+  EXPECT_NE(audit().back().reason.find("(asked, once)"), std::string::npos) << audit().back().reason;
 
   answer = invoke::GrantAnswer::always;
   EXPECT_EQ(value_of("asker", server_->url("/ok"))["status"], 200);
@@ -380,6 +381,7 @@ TEST_F(Capabilities, AskingRecordsTheAnswerAsAGrantForExactlyThatRevisionOriginA
   EXPECT_EQ((*grants)[0].origin, server_->origin());
   EXPECT_EQ((*grants)[0].access, capability::Access::read);
   EXPECT_EQ((*grants)[0].granted_by, "tester (asked)");
+  EXPECT_NE(audit().back().reason.find("granted (asked);"), std::string::npos) << audit().back().reason;
   answer = invoke::GrantAnswer::no;  // the recorded grant answers from now on: no further question
   EXPECT_EQ(value_of("asker", server_->url("/ok"))["status"], 200);
   EXPECT_EQ(asked.size(), 3u);

@@ -79,12 +79,28 @@ TEST_F(RecordsRuntime, ACallOnNodeRecordsNodeAndItsVersionAndADenoRerunIsRefused
   EXPECT_EQ(results_of(task), 2u);
   EXPECT_EQ(json_of(tycli({"--json", "task", "show", task}))["runtime"], on_deno["runtime"]);
 
-  // The latest result decides: now a plain (node) re-run is the mismatch.
+  // A runtime one of its results already ran on is no surprise: a plain (node)
+  // re-run runs, though the last row is Deno's. Its result is the first one
+  // again (same value, logs and runtime: one record, which keeps its row).
+  auto back = tycli({"--json", "call", "--task", task});
+  EXPECT_EQ(back.exit_code, 0) << back.err;
+  EXPECT_EQ(back.err.find("--runtime-mismatch"), std::string::npos) << back.err;
+  EXPECT_EQ(json_of(back)["resultTask"], out["resultTask"]);
+  EXPECT_EQ(results_of(task), 2u);
+}
+
+TEST_F(RecordsRuntime, ARerunOnARuntimeNoResultRanOnIsRefusedWhateverTheOrder) {
+  auto deno = sandbox::find_deno("");
+  if (!deno) GTEST_SKIP() << "deno is not installed: " << deno.error().describe();
+  ASSERT_EQ(tycli({"tool", "install", kExamples + "add.json"}).exit_code, 0);
+  // First run on Deno: a later plain (node) re-run is the mismatch.
+  const std::string task =
+      json_of(tycli({"--json", "call", "add", "--js-runtime", "deno", "--args", R"({"num1": 1, "num2": 1})"}))["task"];
   auto back = tycli({"call", "--task", task});
   EXPECT_EQ(back.exit_code, 2);
   EXPECT_NE(back.err.find("this call ran on deno 2."), std::string::npos) << back.err;
   EXPECT_NE(back.err.find("--js-runtime node would run it on node v"), std::string::npos) << back.err;
-  EXPECT_EQ(results_of(task), 2u);
+  EXPECT_EQ(results_of(task), 1u);
 }
 
 TEST_F(RecordsRuntime, ARerunOnTheSameRuntimeRunsAndStoresTheSameResult) {

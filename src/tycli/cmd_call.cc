@@ -59,9 +59,9 @@ void print_human(const taskyon::invoke::Invocation& inv, bool verbose, std::size
   if (inv.ok()) {
     std::cout << taskyon::escape_json_dump(o.value.dump(2, ' ', false, nlohmann::json::error_handler_t::replace)) << "\n";
   } else {
-    std::cerr << fmt::format("tycli: tool \"{}\" failed: {}: {}{}\n", escape_terminal(inv.tool.manifest.name),
-                             sandbox::status_name(o.status), escape_terminal(o.error),
-                             o.status == sandbox::Status::timeout ? " (give it longer with --timeout MS)" : "");
+    // (A timeout was announced at 80 % of it, naming --timeout: live.h.)
+    std::cerr << fmt::format("tycli: tool \"{}\" failed: {}: {}\n", escape_terminal(inv.tool.manifest.name),
+                             sandbox::status_name(o.status), escape_terminal(o.error));
   }
 }
 
@@ -85,10 +85,11 @@ int check_runtime(const Globals& g, const CallArgs& a, taskyon::store::Store& st
                         what + "; pass --runtime-mismatch allow to run it anyway (its new result records " +
                             describe_runtime(now) + ")",
                         "--runtime-mismatch"});
-    std::cerr << "tycli: warning: " << what << " (--runtime-mismatch allow)\n";
+    std::cerr << "tycli: warning: " << taskyon::escape_terminal(what) << " (--runtime-mismatch allow)\n";
   } else if (cmp->version_differs()) {
-    std::cerr << fmt::format("tycli: note: this call ran on {}; it now runs on {}\n", describe_runtime(cmp->recorded),
-                             describe_runtime(*cmp->now));
+    std::cerr << fmt::format("tycli: note: this call ran on {}; it now runs on {}\n",
+                             taskyon::escape_terminal(describe_runtime(cmp->recorded)),
+                             taskyon::escape_terminal(describe_runtime(*cmp->now)));
   }
   return kExitOk;
 }
@@ -167,7 +168,10 @@ int call(Globals& g, CallArgs a) {  // a copy: the config file fills it in
     live.begin(LiveOutput::tool_name(c, a.tool));
     auto inv = taskyon::invoke::run_call(*st, pool, c, options);
     live.end();
-    if (!inv) return report(g, inv.error());
+    if (!inv) {
+      remedies.print(g, *st);
+      return report(g, inv.error());
+    }
     if (g.json)
       print_json(taskyon::host::invocation_json(*inv));
     else

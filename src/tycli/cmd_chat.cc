@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "cli.h"
+#include "remedies.h"
 #include "signals.h"
 #include "taskyon/base/escape.h"
 #include "taskyon/invoke/invoke.h"
@@ -171,10 +172,13 @@ int call(Globals& g, const ChatArgs& a) {
   sandbox::Pool& pool = hosted.pool();
   taskyon::invoke::Options options{std::chrono::milliseconds(a.timeout_ms), sandbox::Mode::retained};
   options.capabilities = std::move(*capabilities);
+  Remedies remedies;  // the grant or secret a refused fetch needed, said after the call
+  remedies.attach(options.capabilities);
   taskyon::native::Session natives(taskyon::native::python::session_settings(a.approve_python, ""));
   options.natives = &natives;
   Interruption interruption([&](int) { pool.interrupt("interrupted", [&] { options.cancel.cancel(); }); });
   auto inv = taskyon::invoke::run_call(*st, pool, *plan->run, options, *lineage);
+  remedies.print(g, *st);
   if (!inv) return report(g, inv.error());
   hosted.flush();
   if (int signal = interruption.signal()) return interrupted(signal, pool);

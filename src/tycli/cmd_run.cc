@@ -120,6 +120,7 @@ int run(Globals& g, RunArgs a) {  // a copy: the config file fills it in
   auto result = invoke::run_conversation(*st, pool, *entries, options, hooks);
   live.end();
   if (!result) {
+    remedies.print(g, *st);
     auto e = result.error();
     e.where = a.file + ": " + e.where;
     return report(g, e);

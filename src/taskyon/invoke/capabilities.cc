@@ -204,7 +204,7 @@ CapabilityReply HostCapabilities::fetch(const json::Value& args, const sandbox::
     request.body = std::move(*body);
   }
 
-  bool asked = false;
+  bool asked = false, once = false;  // asked a person; allowed for this call only
   capability::FetchContext context;
   context.rules = options_.network;
   context.resolve = options_.resolve;
@@ -223,13 +223,14 @@ CapabilityReply HostCapabilities::fetch(const json::Value& args, const sandbox::
     if (!options_.ask) return missing();
     const std::pair<std::string, capability::Access> key{std::string(origin), access};
     if (std::find(allowed_once_.begin(), allowed_once_.end(), key) != allowed_once_.end()) {
-      asked = true;
+      asked = once = true;
       return capability::FetchLimits{};
     }
     asked = true;
     const auto answer = options_.ask({revision_, tool_, std::string(origin), access});
     if (answer == GrantAnswer::no) return missing();
     if (answer == GrantAnswer::once) {
+      once = true;
       allowed_once_.push_back(key);
       return capability::FetchLimits{};
     }
@@ -263,7 +264,7 @@ CapabilityReply HostCapabilities::fetch(const json::Value& args, const sandbox::
   }
   const auto& response = *result.response;
   audit("fetch", target, access, true,
-        fmt::format("{} {} granted{}; HTTP {}", decision.method, decision.href, asked ? " (asked)" : "",
+        fmt::format("{} {} granted{}; HTTP {}", decision.method, decision.href, once ? " (asked, once)" : asked ? " (asked)" : "",
                     response.status));
   auto headers = json::Value::array();
   for (const auto& h : response.headers) headers.push_back(json::Value::array({h.name, h.value}));

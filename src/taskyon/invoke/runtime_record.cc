@@ -59,13 +59,6 @@ Result<RuntimeComparison> compare_runtime(store::Store& store, const sandbox::Po
                                           const native::Session* natives) {
   RuntimeComparison out;
   if (!call.tool_revision) return out;
-  auto children = store.children(call.id);
-  if (!children) return std::unexpected(children.error());
-  for (const auto& c : *children)  // in storage order: the last one is the latest run
-    if (c.role == tasks::Role::tool && c.content.contains("toolResult")) {
-      out.ran = true;
-      out.recorded = recorded_runtime(c);
-    }
   std::optional<registry::Manifest> manifest;
   if (auto registered = store.revision(*call.tool_revision)) {
     manifest = std::move(registered->manifest);
@@ -79,6 +72,21 @@ Result<RuntimeComparison> compare_runtime(store::Store& store, const sandbox::Po
     return std::unexpected(registered.error());
   }
   out.now = runtime_for(*manifest, pool.config(), natives);
+  auto children = store.children(call.id);
+  if (!children) return std::unexpected(children.error());
+  // Storage order is not run order: a result identical to an earlier one
+  // (same value, logs and runtime) keeps its first row. So a result that ran
+  // on the runtime chosen now wins over the last row; else the last row.
+  bool matched = false;
+  for (const auto& c : *children)
+    if (c.role == tasks::Role::tool && c.content.contains("toolResult")) {
+      out.ran = true;
+      json::Value recorded = recorded_runtime(c);
+      RuntimeComparison probe{recorded, true, out.now};
+      const bool same = recorded.is_object() && out.now && !probe.mismatch();
+      if (same || !matched) out.recorded = std::move(recorded);
+      matched = matched || same;
+    }
   return out;
 }
 

@@ -41,7 +41,7 @@ json::Value recorded_runtime(const tasks::Task& result);
 
 // A stored call about to run again.
 struct RuntimeComparison {
-  json::Value recorded;            // of its latest stored result; null: unknown or never ran
+  json::Value recorded;            // of its latest stored result, or of one that ran on `now`; null: unknown or never ran
   bool ran = false;                // it has a stored result
   std::optional<json::Value> now;  // what it would run on now (runtime_for)
   // A different runtime kind, or Python isolation, than the one recorded.
