@@ -98,29 +98,10 @@ struct Running {
 };
 
 std::unique_ptr<Running> spawn_piped(const std::vector<std::string>& args, const fs::path& home) {
-  fs::create_directories(home / "tmp");
   auto r = std::make_unique<Running>();
   int o[2], e[2];
   if (::pipe2(o, O_CLOEXEC) != 0 || ::pipe2(e, O_CLOEXEC) != 0) throw std::runtime_error("pipe2 failed");
-  std::vector<std::string> argv_s = {TYCLI_PATH};
-  argv_s.insert(argv_s.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& a : argv_s) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  std::string home_env = "TASKYON_HOME=" + home.string();
-  std::string tmp_env = "TMPDIR=" + (home / "tmp").string();
-  std::string path_env = std::string("PATH=") + (std::getenv("PATH") ? std::getenv("PATH") : "/usr/bin:/bin");
-  std::vector<char*> envp = {home_env.data(), tmp_env.data(), path_env.data(), nullptr};
-  r->pid = ::fork();
-  if (r->pid < 0) throw std::runtime_error("fork failed");
-  if (r->pid == 0) {
-    const int devnull = ::open("/dev/null", O_RDWR);
-    ::dup2(devnull, 0);
-    ::dup2(o[1], 1);
-    ::dup2(e[1], 2);
-    ::execve(argv[0], argv.data(), envp.data());
-    ::_exit(127);
-  }
+  r->pid = testing::spawn_tycli_fds(args, home, o[1], e[1]);
   ::close(o[1]);
   ::close(e[1]);
   r->out = o[0];

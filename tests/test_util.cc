@@ -78,6 +78,10 @@ int spawn_tycli(const std::vector<std::string>& args, const std::filesystem::pat
   return pid;
 }
 
+int spawn_tycli_fds(const std::vector<std::string>& args, const std::filesystem::path& home, int out, int err) {
+  return start(tycli_argv(args), home, out, err);
+}
+
 CommandResult run_tycli(const std::vector<std::string>& args, const std::filesystem::path& home) {
   return run_command(tycli_argv(args), home);
 }

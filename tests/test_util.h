@@ -44,6 +44,10 @@ CommandResult run_command(const std::vector<std::string>& argv, const std::files
 // `log` (created), or to /dev/null when it is empty.
 int spawn_tycli(const std::vector<std::string>& args, const std::filesystem::path& home, const std::string& log = "");
 
+// The same, with stdout and stderr on the caller's descriptors `out` and
+// `err` (e.g. pipe write ends; -1: /dev/null). The caller closes its copies.
+int spawn_tycli_fds(const std::vector<std::string>& args, const std::filesystem::path& home, int out, int err);
+
 // Waits for `pid` and returns its exit code (128 + signal when killed).
 int wait_exit(int pid);
 

@@ -110,6 +110,12 @@ void add_memory_budget_option(CLI::App& command, long long& mib);
 // or the default stand); Errc::bad_usage outside 0..kMaxMemoryBudgetMib.
 taskyon::Result<void> apply_memory_budget(taskyon::sandbox::RuntimeConfig& config, long long mib);
 
+// The runtime of a command's pool: --js-runtime (empty: "jsRuntime" in the
+// config file, else node) and --memory-budget MIB (-1: the config file or
+// the default). Errors: select_runtime's and apply_memory_budget's.
+taskyon::Result<taskyon::sandbox::RuntimeConfig> runtime_config(const std::string& js_runtime,
+                                                                long long memory_budget_mib);
+
 class LoggedPool {
  public:
   LoggedPool(taskyon::store::Store& store, taskyon::sandbox::RuntimeConfig config);

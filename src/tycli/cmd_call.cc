@@ -140,11 +140,9 @@ int call(Globals& g, CallArgs a) {  // a copy: the config file fills it in
     }
   }
 
-  sandbox::RuntimeConfig runtime;
-  if (auto selected = sandbox::select_runtime(runtime, a.js_runtime, sandbox::config_file_path()); !selected)
-    return report(g, selected.error());
-  if (auto budget = apply_memory_budget(runtime, a.memory_budget_mib); !budget) return report(g, budget.error());
-  LoggedPool hosted(*st, runtime);
+  auto runtime = runtime_config(a.js_runtime, a.memory_budget_mib);
+  if (!runtime) return report(g, runtime.error());
+  LoggedPool hosted(*st, *runtime);
   sandbox::Pool& pool = hosted.pool();
   taskyon::invoke::Options options{std::chrono::milliseconds(a.timeout_ms),
                                    a.disposable ? sandbox::Mode::disposable : sandbox::Mode::retained};

@@ -164,11 +164,9 @@ int call(Globals& g, const ChatArgs& a) {
   if (!plan) return report(g, {plan.error().code, plan.error().message, "--tool-call" + plan.error().where});
   if (!plan->run) return print_answer(g, format, *pc, *plan->refused_call, *plan->refused_result);
 
-  sandbox::RuntimeConfig runtime;
-  if (auto selected = sandbox::select_runtime(runtime, a.js_runtime, sandbox::config_file_path()); !selected)
-    return report(g, selected.error());
-  if (auto budget = apply_memory_budget(runtime, a.memory_budget_mib); !budget) return report(g, budget.error());
-  LoggedPool hosted(*st, runtime);
+  auto runtime = runtime_config(a.js_runtime, a.memory_budget_mib);
+  if (!runtime) return report(g, runtime.error());
+  LoggedPool hosted(*st, *runtime);
   sandbox::Pool& pool = hosted.pool();
   taskyon::invoke::Options options{std::chrono::milliseconds(a.timeout_ms), sandbox::Mode::retained};
   options.capabilities = std::move(*capabilities);

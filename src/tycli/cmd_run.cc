@@ -86,14 +86,11 @@ int run(Globals& g, RunArgs a) {  // a copy: the config file fills it in
   }
   auto st = open_store(g);
   if (!st) return report(g, st.error());
-  taskyon::sandbox::RuntimeConfig runtime;
-  if (auto selected = taskyon::sandbox::select_runtime(runtime, a.js_runtime, taskyon::sandbox::config_file_path());
-      !selected)
-    return report(g, selected.error());
-  if (auto budget = apply_memory_budget(runtime, a.memory_budget_mib); !budget) return report(g, budget.error());
+  auto runtime = runtime_config(a.js_runtime, a.memory_budget_mib);
+  if (!runtime) return report(g, runtime.error());
   auto capabilities = capability_options(g);
   if (!capabilities) return report(g, capabilities.error());
-  LoggedPool hosted(*st, runtime);
+  LoggedPool hosted(*st, *runtime);
   taskyon::sandbox::Pool& pool = hosted.pool();
   taskyon::native::Session natives(taskyon::native::python::session_settings(a.approve_python, a.python_isolation));
   invoke::Options options{std::chrono::milliseconds(a.timeout_ms)};

@@ -80,6 +80,16 @@ taskyon::Result<taskyon::invoke::CapabilityOptions> capability_options(const Glo
   return options;
 }
 
+taskyon::Result<taskyon::sandbox::RuntimeConfig> runtime_config(const std::string& js_runtime,
+                                                                long long memory_budget_mib) {
+  taskyon::sandbox::RuntimeConfig runtime;
+  if (auto selected = taskyon::sandbox::select_runtime(runtime, js_runtime, taskyon::sandbox::config_file_path());
+      !selected)
+    return std::unexpected(selected.error());
+  if (auto budget = apply_memory_budget(runtime, memory_budget_mib); !budget) return std::unexpected(budget.error());
+  return runtime;
+}
+
 struct LoggedPool::Pending {
   std::mutex mu;
   std::vector<taskyon::sandbox::Destruction> records;
