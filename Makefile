@@ -3,6 +3,7 @@
 # make wasm   the rules as a wasm32-wasi module (clang-22) in build-wasm/: build-wasm/taskyon_core.wasm
 # make fuzz   libFuzzer harnesses (clang-19) in build-fuzz/, each run FUZZ_SECONDS (default 20)
 # make soak   the kill -9 crash-safety test with TASKYON_CRASH_TRIALS (default 1000) trials
+# make install [PREFIX=/usr/local]  tycli, its man page, bash/zsh/fish completions and Deno into PREFIX
 BUILD      := build
 ASAN_BUILD := build-asan
 FUZZ_BUILD := build-fuzz
@@ -12,8 +13,9 @@ CI_FUZZ_SECONDS ?= 10
 TASKYON_CRASH_TRIALS ?= 1000
 CCACHE     := $(shell command -v ccache 2>/dev/null)
 JOBS       ?= $(shell nproc)
+PREFIX     ?= /usr/local
 
-.PHONY: all setup build build-asan test demo bench clean fuzz soak wasm
+.PHONY: all setup build build-tycli build-asan test demo install bench clean fuzz soak wasm
 
 all: build
 
@@ -23,6 +25,14 @@ setup:
 build: setup
 	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 	@cmake --build $(BUILD) -j $(JOBS)
+
+# Only tycli (its man page and completions are written after it links): what demo and install need.
+build-tycli: setup
+	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	@cmake --build $(BUILD) -j $(JOBS) --target tycli
+
+install: build-tycli
+	@cmake --install $(BUILD) --prefix $(PREFIX)
 
 build-asan: setup
 	@cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTASKYON_SANITIZE=ON >/dev/null
@@ -52,7 +62,7 @@ fuzz: setup
 soak: build
 	@TASKYON_CRASH_TRIALS=$(TASKYON_CRASH_TRIALS) $(BUILD)/taskyon_tests --gtest_filter='CrashSafety.*'
 
-demo: build
+demo: build-tycli
 	@bash scripts/demo.sh $(BUILD)/tycli
 	@bash examples/agent-loop/agent-loop.sh $(BUILD)/tycli
 
