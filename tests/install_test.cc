@@ -84,7 +84,8 @@ TEST(Install, InstalledTycliFindsItsDenoAndRunsOutsideTheSourceTree) {
   EXPECT_EQ(on_deno.out, "42\n");
   auto explain_deno = run_command({tycli, "sandbox", "explain", "--js-runtime", "deno"}, home.path(), away);
   EXPECT_EQ(explain_deno.exit_code, 0) << explain_deno.err;
-  EXPECT_THAT(explain_deno.out, HasSubstr((p / "lib/taskyon/deno").string())) << explain_deno.out;
+  EXPECT_THAT(explain_deno.out, HasSubstr("found in tycli's install: " + (p / "lib/taskyon/deno").string()))
+      << explain_deno.out;
 }
 
 TEST(ManPage, RendersWithoutWarningsAndNamesEveryTopLevelCommand) {
@@ -207,6 +208,7 @@ TEST_F(Completion, ZshLoadsAndCompletes) {
   EXPECT_THAT(at("tycli tool in", 3), HasSubstr("install:"));
   EXPECT_EQ(at("tycli chat tools --format ''", 5), "openai-chat\nopenai-responses\nanthropic\nmcp\n");
   EXPECT_EQ(at("tycli tool install ''", 4), "files\n");
+  EXPECT_THAT(at("tycli completion ''", 3), HasSubstr("fish:"));
 }
 
 TEST_F(Completion, FishLoadsAndCompletes) {
@@ -226,6 +228,7 @@ TEST_F(Completion, FishLoadsAndCompletes) {
   EXPECT_EQ(complete("tycli tool in"), "install\n");
   EXPECT_EQ(complete("tycli chat tools --format "), "anthropic\nmcp\nopenai-chat\nopenai-responses\n");
   EXPECT_EQ(complete("tycli --db x tool in"), "install\n");
+  EXPECT_EQ(complete("tycli completion "), "bash\nfish\nzsh\n");
   EXPECT_THAT(complete("tycli call --js"), HasSubstr("--js-runtime\n"));
 }
 

@@ -19,6 +19,7 @@ struct Level {
   const CommandNode* node = nullptr;
   std::vector<const OptionNode*> visible;  // its named options and its ancestors' (CLI11 fallthrough)
   bool file_positional = false;
+  std::vector<std::string> positional_choices;  // the fixed values of its positionals (completion SHELL)
 };
 
 void flatten(const CommandNode& node, std::vector<const OptionNode*> inherited, std::vector<Level>& out) {
@@ -28,6 +29,7 @@ void flatten(const CommandNode& node, std::vector<const OptionNode*> inherited, 
   for (const auto& o : node.options) {
     if (!o.names.empty()) own.push_back(&o);
     else if (o.file) level.file_positional = true;
+    else level.positional_choices.insert(level.positional_choices.end(), o.choices.begin(), o.choices.end());
   }
   level.visible = own;
   for (const OptionNode* o : inherited) {  // a command's own option of the same name (--help) hides its parent's
@@ -84,6 +86,7 @@ std::string sh_tables(const std::vector<Level>& all, const std::string& declare)
     const std::string& path = l.node->path;
     std::vector<std::string> names, options, taking;
     for (const auto& c : l.node->commands) names.push_back(c.name);
+    names.insert(names.end(), l.positional_choices.begin(), l.positional_choices.end());
     cmds += fmt::format("  [{}]={}\n", sh_quote(path), sh_quote(join(names) + (l.file_positional ? " @file" : "")));
     for (const OptionNode* o : l.visible) {
       options.insert(options.end(), o->names.begin(), o->names.end());
@@ -110,7 +113,7 @@ _tycli() {
     w=${COMP_WORDS[i]}
     if [[ ${_tycli_takes[$cpath]} == *" $w "* ]]; then
       ((i++))
-    elif [[ " ${_tycli_cmds[$cpath]} " == *" $w "* && $w != @file ]]; then
+    elif [[ -n ${_tycli_cmds["$cpath $w"]+set} ]]; then
       cpath="$cpath $w"
     fi
   done
@@ -167,7 +170,7 @@ _tycli() {
     w=${words[i]}
     if [[ ${_tycli_takes[$cpath]} == *" $w "* ]]; then
       ((i++))
-    elif [[ " ${_tycli_cmds[$cpath]} " == *" $w "* && $w != @file ]]; then
+    elif (( ${+_tycli_cmds[$cpath $w]} )); then
       cpath="$cpath $w"
     fi
   done
@@ -244,6 +247,8 @@ complete -c tycli -e
     for (const auto& c : l.node->commands)
       out += fmt::format("complete -c tycli -n {} -f -a {} -d {}\n", cond, fish_quote(c.name),
                          fish_quote(one_line(c.description)));
+    if (!l.positional_choices.empty())
+      out += fmt::format("complete -c tycli -n {} -f -a {}\n", cond, fish_quote(join(l.positional_choices)));
     for (const OptionNode* o : l.visible) {
       std::string spec;
       for (const auto& n : o->names)

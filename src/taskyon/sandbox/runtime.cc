@@ -84,7 +84,7 @@ Result<RuntimeLocation> find_deno(std::string_view configured) {
   // build/tycli and build/tests/taskyon_tests (or build/bench/…) in the repository.
   std::vector<std::pair<fs::path, const char*>> candidates;
   if (const fs::path dir = own_directory(); !dir.empty()) {
-    candidates.emplace_back(dir / ".." / kDenoInstalled, "installed with tycli");
+    candidates.emplace_back(dir / ".." / kDenoInstalled, "tycli's install");
     candidates.emplace_back(dir / ".." / kDenoPackageBinary, "project install");
     candidates.emplace_back(dir / ".." / ".." / kDenoPackageBinary, "project install");
   }
