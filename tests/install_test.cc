@@ -153,6 +153,7 @@ TEST_F(Completion, BashCompletesEveryLevelFromTheCommandTree) {
   EXPECT_EQ(bash({"tycli", "tool", "in"}), "install\n");
   EXPECT_EQ(bash({"tycli", "chat", "tools", "--format", ""}), "openai-chat\nopenai-responses\nanthropic\nmcp\n");
   EXPECT_EQ(bash({"tycli", "chat", "call", "--format", "a"}), "anthropic\n");
+  EXPECT_EQ(bash({"tycli", "chat", "copy", "--format", ""}), "md\njson\n");
   EXPECT_EQ(bash({"tycli", "call", "--python-isolation", ""}), "host\nstrict\n");
   EXPECT_EQ(bash({"tycli", "completion", ""}), "bash\nzsh\nfish\n");
   // A global option's value is skipped, not taken for a command.

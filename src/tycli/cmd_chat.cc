@@ -223,7 +223,7 @@ void add_chat_commands(CLI::App& app, Globals& g) {
       ->required();
   k->add_option("--format", a->tools_format,
                 "the answer's shape: openai-chat, openai-responses or anthropic (default: the call's own)")
-      ->check(CLI::IsMember({"openai-chat", "openai-responses", "anthropic"}));
+      ->check(CLI::IsMember({"openai-chat", "openai-responses", "anthropic", "mcp"}));  // mcp: refused with why
   k->add_option("--timeout", a->timeout_ms, "in ms (default 10000)");
   k->add_option("--js-runtime", a->js_runtime,
                 "node (default) or deno; overrides \"jsRuntime\" in $TASKYON_HOME/config.json")
