@@ -60,7 +60,9 @@ std::string roff(const std::string& text) {
 // "-h, --help" in bold, the value in italics: .TP's tag line.
 std::string option_tag(const OptionNode& o) {
   std::string tag;
-  if (!o.positional.empty()) return "\\fI" + roff(o.positional) + "\\fR" + (o.repeatable ? " ..." : "");
+  if (!o.positional.empty())
+    return "\\fI" + roff(o.positional) + "\\fR" + (o.repeatable ? " ..." : "") +
+           (o.choices.empty() ? "" : " (" + roff(fmt::format("{}", fmt::join(o.choices, "|"))) + ")");
   for (const auto& n : o.names) tag += (tag.empty() ? "" : ", ") + ("\\fB" + roff(n) + "\\fR");
   if (!o.choices.empty()) tag += " \\fI" + roff(fmt::format("{}", fmt::join(o.choices, "|"))) + "\\fR";
   else if (!o.value.empty()) tag += " \\fI" + roff(o.value) + "\\fR";
