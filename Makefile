@@ -3,6 +3,7 @@
 # make wasm   the rules as a wasm32-wasi module (clang-22) in build-wasm/: build-wasm/taskyon_core.wasm
 # make fuzz   libFuzzer harnesses (clang-19) in build-fuzz/, each run FUZZ_SECONDS (default 20)
 # make soak   the kill -9 crash-safety test with TASKYON_CRASH_TRIALS (default 1000) trials
+# make install [PREFIX=/usr/local]  tycli, its man page, bash/zsh/fish completions and Deno into PREFIX
 BUILD      := build
 ASAN_BUILD := build-asan
 FUZZ_BUILD := build-fuzz
@@ -12,12 +13,13 @@ CI_FUZZ_SECONDS ?= 10
 TASKYON_CRASH_TRIALS ?= 1000
 CCACHE     := $(shell command -v ccache 2>/dev/null)
 JOBS       ?= $(shell nproc)
-# make test's builds: unity batches (CMakeLists.txt, TASKYON_UNITY) and line
+# The builds (build, build-tycli, build-asan): unity batches (CMakeLists.txt, TASKYON_UNITY) and line
 # tables only (-g1: file:line in sanitizer reports and profiles, no variable
 # info), together about 2.5x less compile time than one file at a time with -g.
-TEST_BUILD_FLAGS := -DTASKYON_UNITY=ON -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" -DCMAKE_CXX_FLAGS_DEBUG="-g1"
+BUILD_FLAGS := -DTASKYON_UNITY=ON -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" -DCMAKE_CXX_FLAGS_DEBUG="-g1"
+PREFIX     ?= /usr/local
 
-.PHONY: all setup build build-asan test demo bench clean fuzz soak wasm
+.PHONY: all setup build build-tycli build-asan test demo install bench clean fuzz soak wasm
 
 all: build
 
@@ -25,11 +27,19 @@ setup:
 	@bash scripts/setup.sh
 
 build: setup
-	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo $(TEST_BUILD_FLAGS) >/dev/null
+	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo $(BUILD_FLAGS) >/dev/null
 	@cmake --build $(BUILD) -j $(JOBS)
 
+# Only tycli (its man page and completions are written after it links): what demo and install need.
+build-tycli: setup
+	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo $(BUILD_FLAGS) >/dev/null
+	@cmake --build $(BUILD) -j $(JOBS) --target tycli
+
+install: build-tycli
+	@cmake --install $(BUILD) --prefix $(PREFIX)
+
 build-asan: setup
-	@cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTASKYON_SANITIZE=ON $(TEST_BUILD_FLAGS) >/dev/null
+	@cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTASKYON_SANITIZE=ON $(BUILD_FLAGS) >/dev/null
 	@cmake --build $(ASAN_BUILD) -j $(JOBS)
 
 test: build build-asan wasm
@@ -56,7 +66,7 @@ fuzz: setup
 soak: build
 	@TASKYON_CRASH_TRIALS=$(TASKYON_CRASH_TRIALS) $(BUILD)/taskyon_tests --gtest_filter='CrashSafety.*'
 
-demo: build
+demo: build-tycli
 	@bash scripts/demo.sh $(BUILD)/tycli
 	@bash examples/agent-loop/agent-loop.sh $(BUILD)/tycli
 

@@ -25,6 +25,7 @@ packages=(
   llvm-22                                  # make wasm: llvm-ar-22/llvm-ranlib-22 for libidn2's and re2's archives
   dpkg-dev unicode-data python3-six        # make wasm: apt-get source libidn2 re2; re2's Unicode tables
   chromium                                 # the browser checks: playwright-core drives Debian's chromium
+  zsh fish                                 # install_test: tycli's zsh and fish completions load and complete
 )
 
 # make wasm builds Debian's libidn2 and re2 from their source packages

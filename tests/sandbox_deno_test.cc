@@ -111,7 +111,7 @@ TEST(DenoRuntime, SelectedButMissingSaysHowToInstall) {  // N2
   auto result = pool.call(request);
   ASSERT_FALSE(result.has_value());
   EXPECT_EQ(result.error().code, Errc::runtime_missing);
-  EXPECT_NE(result.error().message.find("npm install"), std::string::npos) << result.error().message;
+  EXPECT_NE(result.error().message.find("make install"), std::string::npos) << result.error().message;
   EXPECT_NE(result.error().message.find("scripts/setup.sh"), std::string::npos) << result.error().message;
   EXPECT_NE(result.error().message.find("PATH"), std::string::npos) << result.error().message;
   EXPECT_TRUE(pool.sandboxes().empty());

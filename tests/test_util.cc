@@ -34,14 +34,17 @@ std::string TempDir::write(const std::string& name, const std::string& text) con
 namespace {
 
 // fork + execve of tycli with the minimal environment; out/err are dup'ed onto 1/2.
-int start(std::vector<std::string> argv_s, const std::filesystem::path& home, int out, int err) {
+int start(std::vector<std::string> argv_s, const std::filesystem::path& home, int out, int err,
+          const RunEnv& env = {}) {
   std::filesystem::create_directories(home / "tmp");
   std::vector<char*> argv;
   for (auto& a : argv_s) argv.push_back(a.data());
   argv.push_back(nullptr);
   std::string home_env = "TASKYON_HOME=" + home.string();
   std::string tmp_env = "TMPDIR=" + (home / "tmp").string();
-  std::string path_env = std::string("PATH=") + (std::getenv("PATH") ? std::getenv("PATH") : "/usr/bin:/bin");
+  std::string path_env = "PATH=" + (!env.path.empty()       ? env.path
+                                    : std::getenv("PATH") ? std::string(std::getenv("PATH"))
+                                                          : std::string("/usr/bin:/bin"));
   std::vector<char*> envp = {home_env.data(), tmp_env.data(), path_env.data(), nullptr};
   const pid_t pid = fork();
   if (pid < 0) throw std::runtime_error("fork failed");
@@ -50,6 +53,7 @@ int start(std::vector<std::string> argv_s, const std::filesystem::path& home, in
     dup2(devnull, 0);
     dup2(out >= 0 ? out : devnull, 1);
     dup2(err >= 0 ? err : devnull, 2);
+    if (!env.cwd.empty() && chdir(env.cwd.c_str()) != 0) _exit(126);
     execvpe(argv[0], argv.data(), envp.data());
     _exit(127);
   }
@@ -87,9 +91,13 @@ CommandResult run_tycli(const std::vector<std::string>& args, const std::filesys
 }
 
 CommandResult run_command(const std::vector<std::string>& argv, const std::filesystem::path& home) {
+  return run_command(argv, home, RunEnv{});
+}
+
+CommandResult run_command(const std::vector<std::string>& argv, const std::filesystem::path& home, const RunEnv& env) {
   int out[2], err[2];
   if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
-  const int pid = start(argv, home, out[1], err[1]);
+  const int pid = start(argv, home, out[1], err[1], env);
   close(out[1]);
   close(err[1]);
   CommandResult r;

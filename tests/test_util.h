@@ -40,6 +40,14 @@ CommandResult run_tycli(const std::vector<std::string>& args, const std::filesys
 // Runs any program (found on PATH) the same way.
 CommandResult run_command(const std::vector<std::string>& argv, const std::filesystem::path& home);
 
+// Where a command runs and its PATH; empty: the test's own.
+struct RunEnv {
+  std::string cwd;
+  std::string path;
+};
+// run_command in the working directory `env.cwd` with PATH=`env.path`.
+CommandResult run_command(const std::vector<std::string>& argv, const std::filesystem::path& home, const RunEnv& env);
+
 // Starts tycli the same way without waiting; stdout and stderr go to the file
 // `log` (created), or to /dev/null when it is empty.
 int spawn_tycli(const std::vector<std::string>& args, const std::filesystem::path& home, const std::string& log = "");

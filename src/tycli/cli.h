@@ -29,6 +29,9 @@ inline constexpr int kExitToolFailed = 1;
 inline constexpr int kExitBadInput = 2;
 inline constexpr int kExitEnvironment = 3;
 
+// What `tycli --version` prints (and the man page's footer).
+inline constexpr const char* kVersion = "tycli 0.1.0";
+
 struct Globals {
   std::string db_path;  // --db; empty: the default location
   bool json = false;    // --json: machine-readable output on stdout

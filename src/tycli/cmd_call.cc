@@ -198,7 +198,8 @@ void add_call_command(CLI::App& app, Globals& g) {
   c->add_option("--timeout", a->timeout_ms, "per call, in ms (default 10000, or \"timeout\" in config.json)")
       ->each([a](const std::string&) { a->timeout_given = true; });
   c->add_option("--js-runtime", a->js_runtime,
-                "node (default) or deno; overrides \"jsRuntime\" in $TASKYON_HOME/config.json");
+                "node (default) or deno; overrides \"jsRuntime\" in $TASKYON_HOME/config.json")
+      ->check(CLI::IsMember({"node", "deno"}));
   c->add_option("--runtime-mismatch", a->runtime_mismatch,
                 "with --task: refuse (default) or allow a re-run on another runtime than its result records")
       ->check(CLI::IsMember({"refuse", "allow"}));

@@ -215,7 +215,8 @@ void add_chat_commands(CLI::App& app, Globals& g) {
                 "tools list (--json alone: openai-chat)",
                 tools);
   t->add_option("--at", a->at, "task id or unique prefix: the node the model would answer");
-  t->add_option("--format", a->tools_format, "openai-chat, openai-responses, anthropic or mcp");
+  t->add_option("--format", a->tools_format, "openai-chat, openai-responses, anthropic or mcp")
+      ->check(CLI::IsMember({"openai-chat", "openai-responses", "anthropic", "mcp"}));
   t->add_flag("--strict", a->strict,
               "OpenAI strict mode: closed object schemas, every property required; a tool that cannot be made strict "
               "without changing its meaning is listed with \"strict\": false and named on stderr");
@@ -224,7 +225,7 @@ void add_chat_commands(CLI::App& app, Globals& g) {
       ->required();
   auto* c = add("copy", "an ordinary copy of the conversation, without definition nodes", copy);
   c->add_option("--at", a->at, "task id or unique prefix: the last node of the copy")->required();
-  c->add_option("--format", a->format, "md (default) or json");
+  c->add_option("--format", a->format, "md (default) or json")->check(CLI::IsMember({"md", "json"}));
   auto* k = add("call",
                 "run a model's tool call as the provider sent it (OpenAI chat, OpenAI Responses or Anthropic), store "
                 "it under --at with the model's call id, and print the role: tool answer",
@@ -233,11 +234,13 @@ void add_chat_commands(CLI::App& app, Globals& g) {
   k->add_option("--tool-call", a->tool_call, "the provider's tool call object as JSON, @FILE, or - for stdin")
       ->required();
   k->add_option("--format", a->tools_format,
-                "the answer's shape: openai-chat, openai-responses or anthropic (default: the call's own)");
+                "the answer's shape: openai-chat, openai-responses or anthropic (default: the call's own)")
+      ->check(CLI::IsMember({"openai-chat", "openai-responses", "anthropic", "mcp"}));  // mcp: refused with why
   k->add_option("--timeout", a->timeout_ms, "in ms (default 10000, or \"timeout\" in config.json)")
       ->each([a](const std::string&) { a->timeout_given = true; });
   k->add_option("--js-runtime", a->js_runtime,
-                "node (default) or deno; overrides \"jsRuntime\" in $TASKYON_HOME/config.json");
+                "node (default) or deno; overrides \"jsRuntime\" in $TASKYON_HOME/config.json")
+      ->check(CLI::IsMember({"node", "deno"}));
   add_memory_budget_option(*k, a->memory_budget_mib);
   k->add_flag("--approve-python", a->approve_python, "approve executePython for this process (as tycli call)");
   k->add_option("--python-isolation", a->python_isolation, "strict (default) or host, as tycli call")

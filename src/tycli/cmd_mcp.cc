@@ -151,7 +151,8 @@ void add_mcp_command(CLI::App& app, Globals& g) {
   auto* c = app.add_subcommand("mcp", "serve the active tools as an MCP server on stdin/stdout (docs/mcp.md)");
   c->add_option("--timeout", a->timeout_ms, "per call, in ms (default 10000)");
   c->add_option("--js-runtime", a->js_runtime,
-                "node (default) or deno; overrides \"jsRuntime\" in $TASKYON_HOME/config.json");
+                "node (default) or deno; overrides \"jsRuntime\" in $TASKYON_HOME/config.json")
+      ->check(CLI::IsMember({"node", "deno"}));
   add_memory_budget_option(*c, a->memory_budget_mib);
   c->add_option("--activation-poll", a->poll_ms,
                 "how often to look for activation changes made by other processes, in ms (default 500; 0: only "

@@ -189,7 +189,8 @@ void add_run_command(CLI::App& app, Globals& g) {
   r->add_option("--timeout", a->timeout_ms, "per call, in ms (default 10000, or \"timeout\" in config.json)")
       ->each([a](const std::string&) { a->timeout_given = true; });
   r->add_option("--js-runtime", a->js_runtime,
-                "node (default) or deno; overrides \"jsRuntime\" in $TASKYON_HOME/config.json");
+                "node (default) or deno; overrides \"jsRuntime\" in $TASKYON_HOME/config.json")
+      ->check(CLI::IsMember({"node", "deno"}));
   add_memory_budget_option(*r, a->memory_budget_mib);
   r->add_flag("--approve-python", a->approve_python,
               "approve executePython for this process without a prompt (in the strict sandbox by default; with "

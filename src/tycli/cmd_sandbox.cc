@@ -265,7 +265,8 @@ void add_sandbox_commands(CLI::App& app, Globals& g) {
                                 "and what each denies");
   ex->add_option("--node", ea->node, "the Node executable to describe (default: `node` on PATH)");
   ex->add_option("--js-runtime", ea->js_runtime,
-                 "node or deno: the runtime to describe (default: as tycli call would choose)");
+                 "node or deno: the runtime to describe (default: as tycli call would choose)")
+      ->check(CLI::IsMember({"node", "deno"}));
   add_memory_budget_option(*ex, ea->memory_budget_mib);
   ex->callback([&g, ea] { g.exit_code = guarded(g, [&] { return explain(g, *ea); }); });
   add_sandbox_log_command(*sb, g);

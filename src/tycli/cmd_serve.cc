@@ -130,7 +130,7 @@ void add_serve_command(CLI::App& app, Globals& g) {
   c->add_option("--max-concurrent-calls", a->max_concurrent_calls,
                 "calls and proxied fetches at once (default 4; more: 429)");
   c->add_option("--timeout", a->timeout_ms, "default per-call timeout in ms (default 10000; a request may set timeoutMs)");
-  c->add_option("--js-runtime", a->js_runtime, "node (default) or deno");
+  c->add_option("--js-runtime", a->js_runtime, "node (default) or deno")->check(CLI::IsMember({"node", "deno"}));
   add_memory_budget_option(*c, a->memory_budget_mib);
   c->add_option("--max-sandboxes", a->max_sandboxes,
                 "retained sandboxes alive at once, one per (revision, session) (default 16; past it the least "

@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli.h"
+#include "cli_tree.h"
 #include "suggest.h"
 #include "taskyon/native/python.h"
 
@@ -15,7 +16,7 @@ int main(int argc, char** argv) {
   tycli::sweep_stale_workdirs();  // work directories of tycli processes killed before they could clean up
   tycli::Globals g;
   CLI::App app{"tycli: Taskyon's tool registry, task compiler and sandbox host"};
-  app.set_version_flag("--version", "tycli 0.1.0");
+  app.set_version_flag("--version", tycli::kVersion);
   app.require_subcommand(1);
   app.fallthrough();
   app.add_option("--db", g.db_path,
@@ -47,6 +48,7 @@ int main(int argc, char** argv) {
   tycli::add_diagnostics_commands(app, g);
   tycli::add_mcp_command(app, g);
   tycli::add_serve_command(app, g);
+  tycli::add_completion_commands(app);  // last: it describes every command above
 
   try {
     app.parse(argc, argv);

@@ -17,10 +17,6 @@
 #include "taskyon/sandbox/protocol.h"
 #include "taskyon/sandbox/sandbox.h"
 
-#ifndef TASKYON_SOURCE_DIR
-#define TASKYON_SOURCE_DIR ""
-#endif
-
 namespace taskyon::sandbox {
 
 namespace fs = std::filesystem;
@@ -30,11 +26,13 @@ namespace {
 // Where the npm package `deno` puts its platform binary (its optional
 // dependency @deno/linux-x64-glibc), relative to a project root.
 constexpr const char* kDenoPackageBinary = "node_modules/@deno/linux-x64-glibc/deno";
+// Where `make install` (CMakeLists.txt) puts that binary, relative to the prefix.
+constexpr const char* kDenoInstalled = "lib/taskyon/deno";
 
 const char* const kDenoInstall =
-    "Deno runs tool code only when selected and installed. Install it with `npm install` in the Taskyon "
-    "repository (scripts/setup.sh does it: the npm package `deno` brings node_modules/@deno/linux-x64-glibc/deno), "
-    "or put a `deno` executable on PATH, or give its path (\"denoPath\" in "
+    "Deno runs tool code only when selected and installed. In the Taskyon repository `npm ci` (scripts/setup.sh "
+    "runs it) brings node_modules/@deno/linux-x64-glibc/deno, and `make install` copies it next to tycli "
+    "(PREFIX/lib/taskyon/deno); or put a `deno` executable on PATH, or give its path (\"denoPath\" in "
     "$TASKYON_HOME/config.json); or select Node (--js-runtime node)";
 
 // A regular file we may execute that starts with the ELF magic (not a script shim).
@@ -82,18 +80,17 @@ Result<RuntimeLocation> find_deno(std::string_view configured) {
                 std::string(configured));
   }
   if (auto found = find_on_path("deno", is_elf_executable)) return RuntimeLocation{JsRuntime::deno, *found, "PATH"};
-  std::vector<fs::path> roots;
+  // Relative to tycli's own executable: PREFIX/bin/tycli of an install, then
+  // build/tycli and build/tests/taskyon_tests (or build/bench/…) in the repository.
+  std::vector<std::pair<fs::path, const char*>> candidates;
   if (const fs::path dir = own_directory(); !dir.empty()) {
-    roots.push_back(dir / "..");
-    roots.push_back(dir / ".." / "..");
+    candidates.emplace_back(dir / ".." / kDenoInstalled, "tycli's install");
+    candidates.emplace_back(dir / ".." / kDenoPackageBinary, "project install");
+    candidates.emplace_back(dir / ".." / ".." / kDenoPackageBinary, "project install");
   }
-  if (*TASKYON_SOURCE_DIR) roots.emplace_back(TASKYON_SOURCE_DIR);
   std::string looked;
-  for (const fs::path& root : roots) {
-    const fs::path candidate = root / kDenoPackageBinary;
-    if (is_elf_executable(candidate.string())) {
-      return RuntimeLocation{JsRuntime::deno, normal(candidate), "project install"};
-    }
+  for (const auto& [candidate, source] : candidates) {
+    if (is_elf_executable(candidate.string())) return RuntimeLocation{JsRuntime::deno, normal(candidate), source};
     looked += (looked.empty() ? "" : ", ") + candidate.lexically_normal().string();
   }
   const char* env_path = std::getenv("PATH");

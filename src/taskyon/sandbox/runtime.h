@@ -35,7 +35,7 @@ std::optional<JsRuntime> parse_js_runtime(std::string_view name);
 struct RuntimeLocation {
   JsRuntime runtime = JsRuntime::node;
   std::string path;    // absolute path of the executable
-  std::string source;  // where it was found: "configured", "PATH", "project install"
+  std::string source;  // where it was found: "configured", "PATH", "tycli's install", "project install"
 };
 
 // Finds the executable of config.runtime:
