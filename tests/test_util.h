@@ -40,6 +40,18 @@ CommandResult run_tycli(const std::vector<std::string>& args, const std::filesys
 // Runs any program (found on PATH) the same way.
 CommandResult run_command(const std::vector<std::string>& argv, const std::filesystem::path& home);
 
+// Where run_command and spawn_command start a program: `cwd` (empty: the
+// test's own) and `path_prefix` put before the test's PATH (empty: none).
+struct Launch {
+  std::filesystem::path cwd;
+  std::string path_prefix;
+};
+CommandResult run_command(const std::vector<std::string>& argv, const std::filesystem::path& home,
+                          const Launch& launch);
+// Starts a program like spawn_tycli (stdout and stderr to the file `log`).
+int spawn_command(const std::vector<std::string>& argv, const std::filesystem::path& home, const Launch& launch,
+                  const std::string& log);
+
 // Starts tycli the same way without waiting; stdout and stderr go to the file
 // `log` (created), or to /dev/null when it is empty.
 int spawn_tycli(const std::vector<std::string>& args, const std::filesystem::path& home, const std::string& log = "");
