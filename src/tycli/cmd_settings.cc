@@ -17,14 +17,15 @@ using taskyon::json::Value;
 namespace store = taskyon::store;
 
 int set(Globals& g, const std::string& name, const std::string& file) {
-  auto value = read_json_file(file, kMaxSettingsFileBytes, "the settings file");
+  auto value = read_json_file(file, kMaxSettingsFileBytes, "the settings file", /*stdin_ok=*/true);
   if (!value) return report(g, value.error());
   auto st = open_store(g);
   if (!st) return report(g, st.error());
   auto r = store::set_settings(*st, name, *value);
   if (!r) {
     auto e = r.error();
-    if (e.code != taskyon::Errc::not_found) e.where = file + ": " + (e.where.empty() ? "/" : e.where);
+    if (e.code != taskyon::Errc::not_found)
+      e.where = (file == "-" ? "stdin" : file) + ": " + (e.where.empty() ? "/" : e.where);
     return report(g, e);
   }
   if (g.json)
@@ -82,7 +83,7 @@ int history(Globals& g, const std::string& name) {
   }
   for (std::size_t i = 0; i < h->size(); ++i) {
     const auto& b = (*h)[i];
-    std::cout << fmt::format("{}  {}{}\n", b.bound_at, b.revision, i + 1 == h->size() ? "  (active)" : "");
+    std::cout << fmt::format("{}  {}{}\n", b.bound_at, table_id(g, b.revision), i + 1 == h->size() ? "  (active)" : "");
   }
   return kExitOk;
 }
@@ -97,7 +98,9 @@ void add_settings_commands(CLI::App& app, Globals& g) {
   auto sa = std::make_shared<std::pair<std::string, std::string>>();
   auto* set_cmd = settings->add_subcommand("set", "store a JSON object as a settings revision and bind NAME to it");
   set_cmd->add_option("name", sa->first, "tool name (the tool must be installed)")->required();
-  set_cmd->add_option("file", sa->second, "JSON file holding an object")->required()->check(CLI::ExistingFile);
+  set_cmd->add_option("file", sa->second, "JSON file holding an object, or - for stdin")
+      ->required()
+      ->check(existing_file_or_stdin());
   set_cmd->callback([&g, sa] { g.exit_code = guarded(g, [&] { return set(g, sa->first, sa->second); }); });
 
   auto ref = std::make_shared<std::string>();
