@@ -41,10 +41,17 @@ int show(Globals& g, const std::string& ref) {
   if (!st) return report(g, st.error());
   std::string revision = ref;
   std::optional<std::string> name;
-  if (!taskyon::json::is_content_id(ref)) {
+  if (ref.starts_with("sha256:") && !taskyon::json::is_content_id(ref)) {  // a short id from `settings history`
+    auto full = st->expand_prefix("settings_revisions", ref);
+    if (!full) return report(g, full.error());
+    revision = *full;
+  } else if (!taskyon::json::is_content_id(ref)) {
     if (!taskyon::registry::is_valid_tool_name(ref))
       return report(g, {taskyon::Errc::bad_usage,
-                        fmt::format("\"{}\" is neither a tool name nor a full settings revision id", ref), ref});
+                        fmt::format("\"{}\" is neither a tool name nor a settings revision id (sha256:…, at "
+                                    "least 12 hex digits)",
+                                    ref),
+                        ref});
     if (auto installed = st->history(ref); !installed) return report(g, installed.error());
     auto r = store::settings_revision_for(*st, ref);
     if (!r) return report(g, r.error());
@@ -105,7 +112,7 @@ void add_settings_commands(CLI::App& app, Globals& g) {
 
   auto ref = std::make_shared<std::string>();
   auto* sh = settings->add_subcommand("show", "print `NAME REVISION` and the canonical settings object");
-  sh->add_option("ref", *ref, "tool name, or a full settings revision id")->required();
+  sh->add_option("ref", *ref, "tool name, or a settings revision id or prefix (sha256: + >= 12 hex digits)")->required();
   sh->callback([&g, ref] { g.exit_code = guarded(g, [&] { return show(g, *ref); }); });
 
   auto hn = std::make_shared<std::string>();
