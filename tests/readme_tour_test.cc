@@ -138,6 +138,7 @@ TEST(ReadmeTour, EveryLineRunsAsWritten) {
     ASSERT_EQ(r.exit_code, expected_exit(line)) << where << "\nexit " << r.exit_code << "; stderr:\n"
                                                 << r.err << "stdout:\n" << r.out;
   }
+  std::cout << "[   TOUR   ] " << ran << " of " << lines.size() << " tour lines ran\n";
   EXPECT_GE(ran, 20);
 }
 
