@@ -177,8 +177,13 @@ TEST_F(CliGrants, SettingsSetShowHistoryAndCallsPinThem) {  // T1
   auto call = tycli({"--json", "call", "echo", "--args", R"({"input":"hi"})"});
   ASSERT_EQ(call.exit_code, 0) << call.err;
   EXPECT_THAT(call.out, HasSubstr(settings_rev));
-  auto hist = tycli({"settings", "history", "echo"});
-  EXPECT_THAT(hist.out, HasSubstr(settings_rev + "  (active)"));
+  auto hist = tycli({"settings", "history", "echo"});  // a table: short ids, usable as input
+  EXPECT_THAT(hist.out, HasSubstr(settings_rev.substr(0, 19) + "  (active)"));
+  EXPECT_THAT(tycli({"--full-ids", "settings", "history", "echo"}).out, HasSubstr(settings_rev + "  (active)"));
+  auto by_short = tycli({"settings", "show", settings_rev.substr(0, 19)});
+  ASSERT_EQ(by_short.exit_code, 0) << by_short.err;
+  EXPECT_EQ(by_short.out, settings_rev + "\n{\"depth\":2,\"units\":\"metric\"}\n");
+  EXPECT_EQ(tycli({"settings", "show", "sha256:0000000000"}).exit_code, 2);  // too short a prefix
   EXPECT_EQ(tycli({"settings", "set", "nosuch", file}).exit_code, 2);
   EXPECT_EQ(tycli({"settings", "show", "nosuch"}).exit_code, 2);
   EXPECT_EQ(tycli({"settings", "set", "echo", home.write("a.json", "[1]")}).exit_code, 2);

@@ -111,8 +111,9 @@ TEST_F(Cli, ShowPrintsTheCanonicalDefinitionAndHistoryTheBindings) {
   EXPECT_EQ(show.out.substr(0, 8), "{\"code\":");
   auto by_prefix = tycli({"tool", "show", id.substr(7, 12)});
   EXPECT_EQ(by_prefix.out, show.out);
-  auto hist = tycli({"tool", "history", "add"});
-  EXPECT_NE(hist.out.find(id + "  (active)"), std::string::npos) << hist.out;
+  auto hist = tycli({"tool", "history", "add"});  // a table: short ids, --full-ids whole
+  EXPECT_NE(hist.out.find(id.substr(0, 19) + "  (active)"), std::string::npos) << hist.out;
+  EXPECT_NE(tycli({"--full-ids", "tool", "history", "add"}).out.find(id + "  (active)"), std::string::npos);
   auto unknown = tycli({"tool", "show", "nope"});
   EXPECT_EQ(unknown.exit_code, 2);
   EXPECT_NE(unknown.err.find("nope"), std::string::npos);

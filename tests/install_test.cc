@@ -67,7 +67,7 @@ TEST(Install, InstalledTycliFindsItsDenoAndRunsOutsideTheSourceTree) {
   EXPECT_EQ(fs::exists(p / "lib/taskyon/deno"), deno);
 
   // cwd=/ and PATH without the repository's node_modules: nothing points back at the source tree.
-  const testing::RunEnv away{"/", "/usr/bin:/bin"};
+  const testing::Launch away{.cwd = "/", .path = "/usr/bin:/bin"};
   const std::string tycli = (p / "bin/tycli").string();
   const std::string tool = home.write("add.json", slurp(std::string(TASKYON_SOURCE_DIR) + "/examples/tools/add.json"));
   auto installed = run_command({tycli, "tool", "install", tool}, home.path(), away);

@@ -35,16 +35,17 @@ namespace {
 
 // fork + execve of tycli with the minimal environment; out/err are dup'ed onto 1/2.
 int start(std::vector<std::string> argv_s, const std::filesystem::path& home, int out, int err,
-          const RunEnv& env = {}) {
+          const Launch& launch = {}) {
   std::filesystem::create_directories(home / "tmp");
   std::vector<char*> argv;
   for (auto& a : argv_s) argv.push_back(a.data());
   argv.push_back(nullptr);
   std::string home_env = "TASKYON_HOME=" + home.string();
   std::string tmp_env = "TMPDIR=" + (home / "tmp").string();
-  std::string path_env = "PATH=" + (!env.path.empty()       ? env.path
-                                    : std::getenv("PATH") ? std::string(std::getenv("PATH"))
-                                                          : std::string("/usr/bin:/bin"));
+  const std::string path = !launch.path.empty() ? launch.path
+                           : std::getenv("PATH") ? std::string(std::getenv("PATH"))
+                                                 : std::string("/usr/bin:/bin");
+  std::string path_env = "PATH=" + (launch.path_prefix.empty() ? "" : launch.path_prefix + ":") + path;
   std::vector<char*> envp = {home_env.data(), tmp_env.data(), path_env.data(), nullptr};
   const pid_t pid = fork();
   if (pid < 0) throw std::runtime_error("fork failed");
@@ -53,7 +54,7 @@ int start(std::vector<std::string> argv_s, const std::filesystem::path& home, in
     dup2(devnull, 0);
     dup2(out >= 0 ? out : devnull, 1);
     dup2(err >= 0 ? err : devnull, 2);
-    if (!env.cwd.empty() && chdir(env.cwd.c_str()) != 0) _exit(126);
+    if (!launch.cwd.empty() && chdir(launch.cwd.c_str()) != 0) _exit(127);
     execvpe(argv[0], argv.data(), envp.data());
     _exit(127);
   }
@@ -91,13 +92,22 @@ CommandResult run_tycli(const std::vector<std::string>& args, const std::filesys
 }
 
 CommandResult run_command(const std::vector<std::string>& argv, const std::filesystem::path& home) {
-  return run_command(argv, home, RunEnv{});
+  return run_command(argv, home, Launch{});
 }
 
-CommandResult run_command(const std::vector<std::string>& argv, const std::filesystem::path& home, const RunEnv& env) {
+int spawn_command(const std::vector<std::string>& argv, const std::filesystem::path& home, const Launch& launch,
+                  const std::string& log) {
+  const int fd = log.empty() ? -1 : open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  const int pid = start(argv, home, fd, fd, launch);
+  if (fd >= 0) close(fd);
+  return pid;
+}
+
+CommandResult run_command(const std::vector<std::string>& argv, const std::filesystem::path& home,
+                          const Launch& launch) {
   int out[2], err[2];
   if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
-  const int pid = start(argv, home, out[1], err[1], env);
+  const int pid = start(argv, home, out[1], err[1], launch);
   close(out[1]);
   close(err[1]);
   CommandResult r;

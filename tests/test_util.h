@@ -40,13 +40,19 @@ CommandResult run_tycli(const std::vector<std::string>& args, const std::filesys
 // Runs any program (found on PATH) the same way.
 CommandResult run_command(const std::vector<std::string>& argv, const std::filesystem::path& home);
 
-// Where a command runs and its PATH; empty: the test's own.
-struct RunEnv {
-  std::string cwd;
+// Where run_command and spawn_command start a program: `cwd` (empty: the
+// test's own); PATH is `path` (empty: the test's own) with `path_prefix`
+// put before it (empty: none).
+struct Launch {
+  std::filesystem::path cwd;
+  std::string path_prefix;
   std::string path;
 };
-// run_command in the working directory `env.cwd` with PATH=`env.path`.
-CommandResult run_command(const std::vector<std::string>& argv, const std::filesystem::path& home, const RunEnv& env);
+CommandResult run_command(const std::vector<std::string>& argv, const std::filesystem::path& home,
+                          const Launch& launch);
+// Starts a program like spawn_tycli (stdout and stderr to the file `log`).
+int spawn_command(const std::vector<std::string>& argv, const std::filesystem::path& home, const Launch& launch,
+                  const std::string& log);
 
 // Starts tycli the same way without waiting; stdout and stderr go to the file
 // `log` (created), or to /dev/null when it is empty.

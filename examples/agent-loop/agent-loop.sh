@@ -11,7 +11,7 @@
 # and one whose tool throws (Anthropic). Each answer carries the model's own
 # call id; `tycli chat messages` at the end shows them in the transcript.
 #
-# Usage: examples/agent-loop/agent-loop.sh [PATH/TO/tycli]   (from anywhere)
+# Usage: examples/agent-loop/agent-loop.sh [PATH/TO/tycli | tycli]   (from anywhere; default build/tycli)
 set -euo pipefail
 tycli=${1:-build/tycli}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)

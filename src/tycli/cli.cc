@@ -93,6 +93,14 @@ taskyon::Result<std::string> read_capped(int fd, std::size_t limit, std::string_
 }  // namespace
 
 taskyon::Result<std::string> read_bounded_stdin(std::size_t limit, std::string_view what) {
+  static bool taken = false;  // one tycli process runs one command
+  if (taken)
+    return taskyon::fail(Errc::bad_usage,
+                         fmt::format("stdin was already read for this command; {} cannot be `-` too (put one of "
+                                     "them in a file)",
+                                     what),
+                         "-");
+  taken = true;
   return read_capped(STDIN_FILENO, limit, what, "from stdin");
 }
 
@@ -122,13 +130,14 @@ taskyon::Result<std::string> read_bounded_file(const std::string& path, std::siz
 }
 
 taskyon::Result<taskyon::json::Value> read_json_file(const std::string& path, std::size_t limit,
-                                                     std::string_view what) {
-  auto text = read_bounded_file(path, limit, what);
+                                                     std::string_view what, bool stdin_ok) {
+  auto text = read_bounded_file(path, limit, what, stdin_ok);
   if (!text) return std::unexpected(text.error());
   auto value = taskyon::json::parse(*text);
   if (!value) {
     auto e = value.error();
-    e.where = e.where.empty() ? path : path + ": " + e.where;
+    const std::string name = stdin_ok && path == "-" ? "stdin" : path;
+    e.where = e.where.empty() ? name : name + ": " + e.where;
     if (e.code == Errc::io) e.code = Errc::invalid_json;
     return std::unexpected(e);
   }
@@ -138,7 +147,7 @@ taskyon::Result<taskyon::json::Value> read_json_file(const std::string& path, st
 taskyon::Result<taskyon::json::Value> json_argument(const std::string& text, const std::string& option,
                                                     std::size_t limit) {
   if (!text.empty() && text.front() == '@') {
-    auto v = read_json_file(text.substr(1), limit, fmt::format("the {} file", option));
+    auto v = read_json_file(text.substr(1), limit, fmt::format("the {} file", option), /*stdin_ok=*/true);
     if (!v && v.error().code == Errc::io) v.error().code = Errc::bad_usage;
     return v;
   }
@@ -160,5 +169,13 @@ void print_json(const taskyon::json::Value& value) {
 }
 
 std::string short_id(const std::string& id) { return id.size() > 19 ? id.substr(0, 19) : id; }
+
+std::string table_id(const Globals& g, const std::string& id) { return g.full_ids ? id : short_id(id); }
+
+const CLI::Validator& existing_file_or_stdin() {
+  static const CLI::Validator check(
+      [](std::string& path) { return path == "-" ? std::string() : CLI::ExistingFile(path); }, "FILE or -");
+  return check;
+}
 
 }  // namespace tycli

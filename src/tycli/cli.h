@@ -35,6 +35,7 @@ inline constexpr const char* kVersion = "tycli 0.1.0";
 struct Globals {
   std::string db_path;  // --db; empty: the default location
   bool json = false;    // --json: machine-readable output on stdout
+  bool full_ids = false;  // --full-ids: whole ids in tables (--json always prints them whole)
   // Capability decisions of `call` and `run` (host.cc):
   bool ask = false;                            // --ask: put a missing fetch grant to the user on a TTY
   std::vector<std::string> fetch_allow_cidr;   // --fetch-allow-cidr: TEST-ONLY address admission
@@ -71,14 +72,20 @@ inline constexpr std::size_t kMaxJsonFileBytes = 4u << 20;          // any other
 // Reads a whole file (or stdin for "-" when `stdin_ok`) of at most `limit` bytes.
 taskyon::Result<std::string> read_bounded_file(const std::string& path, std::size_t limit, std::string_view what,
                                                bool stdin_ok = false);
-// Reads stdin up to `limit` bytes; more is refused (Errc::bad_usage).
+// Reads stdin up to `limit` bytes; more is refused (Errc::bad_usage). Stdin is
+// read at most once per tycli process (one command): a second read, e.g. two
+// `-` arguments, is Errc::bad_usage naming `what`, before anything is read.
 taskyon::Result<std::string> read_bounded_stdin(std::size_t limit, std::string_view what);
 
-// Reads and strictly parses a JSON file of at most `limit` bytes; errors name the file.
+// Reads and strictly parses a JSON file of at most `limit` bytes ("-": stdin,
+// when `stdin_ok`); errors name the file ("stdin" for "-").
 taskyon::Result<taskyon::json::Value> read_json_file(const std::string& path, std::size_t limit = kMaxJsonFileBytes,
-                                                     std::string_view what = "a JSON file");
+                                                     std::string_view what = "a JSON file", bool stdin_ok = false);
 
-// JSON given inline or as @FILE (at most `limit` bytes).
+// A CLI11 check for FILE arguments that also take "-" (stdin): an existing file or "-".
+const CLI::Validator& existing_file_or_stdin();
+
+// JSON given inline or as @FILE (at most `limit` bytes); @- reads stdin.
 taskyon::Result<taskyon::json::Value> json_argument(const std::string& text, const std::string& option,
                                                     std::size_t limit = kMaxJsonFileBytes);
 
@@ -87,6 +94,10 @@ void print_json(const taskyon::json::Value& value);
 
 // "sha256:0123456789ab" (the first 12 hex digits), for tables.
 std::string short_id(const std::string& id);
+// An id in a table: short_id, or the whole id with --full-ids. Every command
+// taking an id accepts the short form as a prefix (an ambiguous one is refused
+// listing the candidates: Errc::ambiguous).
+std::string table_id(const Globals& g, const std::string& id);
 
 // Says on stderr, on every use, that a TEST-ONLY flag weakens the fetch
 // policy: "tycli: warning: --fetch-allow-cidr 127.0.0.1/32 is for tests only: …".

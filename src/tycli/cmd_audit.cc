@@ -72,13 +72,14 @@ int audit(Globals& g, const AuditArgs& a) {
     std::cout << "no capability decisions recorded" << (q.since ? " since " + *q.since : std::string()) << "\n";
     return kExitOk;
   }
-  std::cout << fmt::format("{:<24} {:<7} {:<22} {:<6} {:<19} {:<32} {}\n", "AT", "VERDICT", "CAPABILITY", "ACCESS",
-                           "REVISION", "TARGET", "REASON");
+  const std::size_t width = g.full_ids ? 71 : 19;
+  std::cout << fmt::format("{:<24} {:<7} {:<22} {:<6} {:<{}} {:<32} {}\n", "AT", "VERDICT", "CAPABILITY", "ACCESS",
+                           "REVISION", width, "TARGET", "REASON");
   // Targets and reasons quote tool input: escaped, so no row can forge another.
   for (const auto& e : *rows)
-    std::cout << fmt::format("{:<24} {:<7} {:<22} {:<6} {:<19} {:<32} {}\n", e.at,
+    std::cout << fmt::format("{:<24} {:<7} {:<22} {:<6} {:<{}} {:<32} {}\n", e.at,
                              taskyon::capability::verdict_name(e.verdict), esc(e.capability),
-                             e.access.empty() ? "-" : esc(e.access), esc(short_id(e.revision)), esc(e.target),
+                             e.access.empty() ? "-" : esc(e.access), esc(table_id(g, e.revision)), width, esc(e.target),
                              esc(e.reason));
   return kExitOk;
 }
@@ -139,9 +140,11 @@ int sandbox_log(Globals& g, const LogArgs& a) {
     std::cout << "no sandbox destroyed yet\n";
     return kExitOk;
   }
-  std::cout << fmt::format("{:<24} {:<16} {:<19} {:>8} {}\n", "AT", "TOOL", "REVISION", "PID", "REASON");
+  const std::size_t width = g.full_ids ? 71 : 19;
+  std::cout << fmt::format("{:<24} {:<16} {:<{}} {:>8} {}\n", "AT", "TOOL", "REVISION", width, "PID", "REASON");
   for (const auto& d : *rows)
-    std::cout << fmt::format("{:<24} {:<16} {:<19} {:>8} {}\n", d.at, esc(d.tool), esc(short_id(d.revision)), d.pid,
+    std::cout << fmt::format("{:<24} {:<16} {:<{}} {:>8} {}\n", d.at, esc(d.tool), esc(table_id(g, d.revision)), width,
+                             d.pid,
                              esc(d.reason));
   return kExitOk;
 }

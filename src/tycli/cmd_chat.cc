@@ -87,7 +87,7 @@ int tools(Globals& g, const ChatArgs& a) {
   for (const auto& t : *visible)
     std::cout << fmt::format("{:<20} {}  ({})\n", taskyon::escape_terminal(t.tool.manifest.name),
                              taskyon::escape_terminal(t.tool.manifest.description),
-                             t.defined_at ? "defined in the tree at " + short_id(*t.defined_at) : "registry");
+                             t.defined_at ? "defined in the tree at " + table_id(g, *t.defined_at) : "registry");
   return kExitOk;
 }
 

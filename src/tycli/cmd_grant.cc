@@ -133,16 +133,18 @@ int list(Globals& g, const std::string& ref) {
     std::cout << (revision ? fmt::format("no grants for {}\n", *revision) : std::string("no grants\n"));
     return kExitOk;
   }
-  std::cout << fmt::format("{:<8} {:<6} {:<32} {:<16} {:<71} {}\n", "KIND", "ACCESS", "ORIGIN", "TOOL", "REVISION",
-                           "LIMITS");
+  const std::size_t width = g.full_ids ? 71 : 19;
+  std::cout << fmt::format("{:<8} {:<6} {:<32} {:<16} {:<{}} {}\n", "KIND", "ACCESS", "ORIGIN", "TOOL", "REVISION",
+                           width, "LIMITS");
   for (const auto& f : *fetch) {
     const auto lim = store::fetch_limits_json(f.limits);
-    std::cout << fmt::format("{:<8} {:<6} {:<32} {:<16} {:<71} {}\n", "fetch",
-                             taskyon::capability::access_name(f.access), f.origin, f.tool, f.revision,
-                             lim.empty() ? "-" : lim.dump());
+    std::cout << fmt::format("{:<8} {:<6} {:<32} {:<16} {:<{}} {}\n", "fetch",
+                             taskyon::capability::access_name(f.access), f.origin, f.tool, table_id(g, f.revision),
+                             width, lim.empty() ? "-" : lim.dump());
   }
   for (const auto& s : *storage)
-    std::cout << fmt::format("{:<8} {:<6} {:<32} {:<16} {:<71} {}\n", "storage", "-", "-", s.tool, s.revision, "-");
+    std::cout << fmt::format("{:<8} {:<6} {:<32} {:<16} {:<{}} {}\n", "storage", "-", "-", s.tool,
+                             table_id(g, s.revision), width, "-");
   return kExitOk;
 }
 

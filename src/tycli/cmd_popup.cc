@@ -84,9 +84,11 @@ int list(Globals& g) {
     std::cout << "no popup permissions\n";
     return kExitOk;
   }
-  std::cout << fmt::format("{:<32} {:<16} {:<71} {}\n", "TARGET", "TOOL", "REVISION", "GRANTED AT");
+  const std::size_t width = g.full_ids ? 71 : 19;
+  std::cout << fmt::format("{:<32} {:<16} {:<{}} {}\n", "TARGET", "TOOL", "REVISION", width, "GRANTED AT");
   for (const auto& p : *all)
-    std::cout << fmt::format("{:<32} {:<16} {:<71} {}\n", p.target, p.tool, p.revision, p.granted_at);
+    std::cout << fmt::format("{:<32} {:<16} {:<{}} {}\n", p.target, p.tool, table_id(g, p.revision), width,
+                             p.granted_at);
   return kExitOk;
 }
 

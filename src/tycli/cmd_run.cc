@@ -76,12 +76,12 @@ int run(Globals& g, RunArgs a) {  // a copy: the config file fills it in
     return report(g, configured.error());
   if (a.timeout_ms <= 0)
     return report(g, {taskyon::Errc::bad_usage, "--timeout must be a positive number of milliseconds", "--timeout"});
-  auto file = read_json_file(a.file, kMaxConversationFileBytes, "the conversation file");
+  auto file = read_json_file(a.file, kMaxConversationFileBytes, "the conversation file", /*stdin_ok=*/true);
   if (!file) return report(g, file.error());
   auto entries = taskyon::tasks::parse_conversation(*file);
   if (!entries) {
     auto e = entries.error();
-    e.where = a.file + ": " + e.where;
+    e.where = (a.file == "-" ? "stdin" : a.file) + ": " + e.where;
     return report(g, e);
   }
   auto st = open_store(g);
@@ -163,7 +163,7 @@ int run(Globals& g, RunArgs a) {  // a copy: the config file fills it in
       auto printed = print_tree(*st, *t, [&](const taskyon::tasks::Task& x) {
         auto it = marks.find(x.id);
         return it == marks.end() ? std::string() : it->second;
-      });
+      }, g.full_ids);
       if (!printed) return report(g, printed.error());
     }
     std::cout << fmt::format("{} entries: {} task(s) new, {} call(s) run{}\n", result->steps.size(), created, ran,
@@ -185,7 +185,7 @@ void add_run_command(CLI::App& app, Globals& g) {
   auto* r = app.add_subcommand("run", "run a conversation file: compile, pin, run the calls, print the tree");
   r->add_option("file", a->file, "conversation file (a JSON array of drafts, see docs/tasks.md)")
       ->required()
-      ->check(CLI::ExistingFile);
+      ->check(existing_file_or_stdin());
   r->add_option("--timeout", a->timeout_ms, "per call, in ms (default 10000, or \"timeout\" in config.json)")
       ->each([a](const std::string&) { a->timeout_given = true; });
   r->add_option("--js-runtime", a->js_runtime,

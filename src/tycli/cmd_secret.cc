@@ -117,9 +117,11 @@ int list(Globals& g, const std::string& ref) {
     std::cout << "no secrets\n";
     return kExitOk;
   }
-  std::cout << fmt::format("{:<24} {:<32} {:<16} {:<71} {}\n", "NAME", "ORIGIN", "TOOL", "REVISION", "SET AT");
+  const std::size_t width = g.full_ids ? 71 : 19;
+  std::cout << fmt::format("{:<24} {:<32} {:<16} {:<{}} {}\n", "NAME", "ORIGIN", "TOOL", "REVISION", width, "SET AT");
   for (const auto& s : *names)
-    std::cout << fmt::format("{:<24} {:<32} {:<16} {:<71} {}\n", s.name, s.origin, s.tool, s.revision, s.set_at);
+    std::cout << fmt::format("{:<24} {:<32} {:<16} {:<{}} {}\n", s.name, s.origin, s.tool, table_id(g, s.revision),
+                             width, s.set_at);
   return kExitOk;
 }
 

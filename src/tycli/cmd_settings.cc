@@ -17,14 +17,15 @@ using taskyon::json::Value;
 namespace store = taskyon::store;
 
 int set(Globals& g, const std::string& name, const std::string& file) {
-  auto value = read_json_file(file, kMaxSettingsFileBytes, "the settings file");
+  auto value = read_json_file(file, kMaxSettingsFileBytes, "the settings file", /*stdin_ok=*/true);
   if (!value) return report(g, value.error());
   auto st = open_store(g);
   if (!st) return report(g, st.error());
   auto r = store::set_settings(*st, name, *value);
   if (!r) {
     auto e = r.error();
-    if (e.code != taskyon::Errc::not_found) e.where = file + ": " + (e.where.empty() ? "/" : e.where);
+    if (e.code != taskyon::Errc::not_found)
+      e.where = (file == "-" ? "stdin" : file) + ": " + (e.where.empty() ? "/" : e.where);
     return report(g, e);
   }
   if (g.json)
@@ -40,10 +41,17 @@ int show(Globals& g, const std::string& ref) {
   if (!st) return report(g, st.error());
   std::string revision = ref;
   std::optional<std::string> name;
-  if (!taskyon::json::is_content_id(ref)) {
+  if (ref.starts_with("sha256:") && !taskyon::json::is_content_id(ref)) {  // a short id from `settings history`
+    auto full = st->expand_prefix("settings_revisions", ref);
+    if (!full) return report(g, full.error());
+    revision = *full;
+  } else if (!taskyon::json::is_content_id(ref)) {
     if (!taskyon::registry::is_valid_tool_name(ref))
       return report(g, {taskyon::Errc::bad_usage,
-                        fmt::format("\"{}\" is neither a tool name nor a full settings revision id", ref), ref});
+                        fmt::format("\"{}\" is neither a tool name nor a settings revision id (sha256:…, at "
+                                    "least 12 hex digits)",
+                                    ref),
+                        ref});
     if (auto installed = st->history(ref); !installed) return report(g, installed.error());
     auto r = store::settings_revision_for(*st, ref);
     if (!r) return report(g, r.error());
@@ -82,7 +90,7 @@ int history(Globals& g, const std::string& name) {
   }
   for (std::size_t i = 0; i < h->size(); ++i) {
     const auto& b = (*h)[i];
-    std::cout << fmt::format("{}  {}{}\n", b.bound_at, b.revision, i + 1 == h->size() ? "  (active)" : "");
+    std::cout << fmt::format("{}  {}{}\n", b.bound_at, table_id(g, b.revision), i + 1 == h->size() ? "  (active)" : "");
   }
   return kExitOk;
 }
@@ -97,12 +105,14 @@ void add_settings_commands(CLI::App& app, Globals& g) {
   auto sa = std::make_shared<std::pair<std::string, std::string>>();
   auto* set_cmd = settings->add_subcommand("set", "store a JSON object as a settings revision and bind NAME to it");
   set_cmd->add_option("name", sa->first, "tool name (the tool must be installed)")->required();
-  set_cmd->add_option("file", sa->second, "JSON file holding an object")->required()->check(CLI::ExistingFile);
+  set_cmd->add_option("file", sa->second, "JSON file holding an object, or - for stdin")
+      ->required()
+      ->check(existing_file_or_stdin());
   set_cmd->callback([&g, sa] { g.exit_code = guarded(g, [&] { return set(g, sa->first, sa->second); }); });
 
   auto ref = std::make_shared<std::string>();
   auto* sh = settings->add_subcommand("show", "print `NAME REVISION` and the canonical settings object");
-  sh->add_option("ref", *ref, "tool name, or a full settings revision id")->required();
+  sh->add_option("ref", *ref, "tool name, or a settings revision id or prefix (sha256: + >= 12 hex digits)")->required();
   sh->callback([&g, ref] { g.exit_code = guarded(g, [&] { return show(g, *ref); }); });
 
   auto hn = std::make_shared<std::string>();

@@ -80,7 +80,7 @@ int tree(Globals& g, const std::string& ref) {
   }
   if (roots.empty()) std::cout << "no tasks yet (try `tycli run examples/conversations/<file>.json`)\n";
   for (const auto& r : roots)
-    if (auto p = print_tree(*st, r, [](const auto&) { return std::string(); }); !p) return report(g, p.error());
+    if (auto p = print_tree(*st, r, [](const auto&) { return std::string(); }, g.full_ids); !p) return report(g, p.error());
   return kExitOk;
 }
 

@@ -79,16 +79,16 @@ int install_all(Globals& g, const std::vector<registry::Manifest>& manifests, bo
 int install(Globals& g, const InstallArgs& a) {
   std::vector<registry::Manifest> manifests;
   for (const auto& file : a.files) {
-    auto value = read_json_file(file, kMaxManifestFileBytes, "the tool definition");
+    auto value = read_json_file(file, kMaxManifestFileBytes, "the tool definition", /*stdin_ok=*/true);
     if (!value) return report(g, value.error());
     auto manifest = registry::parse_manifest(*value);
     if (!manifest) {
       auto e = manifest.error();
-      e.where = file + ": " + (e.where.empty() ? "/" : e.where);
+      e.where = (file == "-" ? "stdin" : file) + ": " + (e.where.empty() ? "/" : e.where);
       return report(g, e);
     }
     if (registry::needs_trust(*manifest) && !a.trust)
-      return report(g, {taskyon::Errc::bad_usage, registry::trust_required_message(*manifest), file});
+      return report(g, {taskyon::Errc::bad_usage, registry::trust_required_message(*manifest), file == "-" ? "stdin" : file});
     manifests.push_back(std::move(*manifest));
   }
   return install_all(g, manifests, a.activate, a.trust);
@@ -107,10 +107,11 @@ int list(Globals& g) {
     std::cout << "no tools installed (try `tycli tool install examples/tools/*.json`)\n";
     return kExitOk;
   }
-  std::cout << fmt::format("{:<24} {:<72} {}\n", "NAME", "ACTIVE REVISION", "REVISIONS");
+  const std::size_t width = g.full_ids ? 71 : 19;
+  std::cout << fmt::format("{:<24} {:<{}} {}\n", "NAME", "ACTIVE REVISION", width, "REVISIONS");
   for (const auto& t : *tools)
-    std::cout << fmt::format("{:<24} {:<72} {}\n", t.name, t.active_revision.empty() ? "-" : t.active_revision,
-                             t.revisions);
+    std::cout << fmt::format("{:<24} {:<{}} {}\n", t.name,
+                             t.active_revision.empty() ? "-" : table_id(g, t.active_revision), width, t.revisions);
   return kExitOk;
 }
 
@@ -155,7 +156,7 @@ int history(Globals& g, const std::string& name) {
   }
   for (std::size_t i = 0; i < h->size(); ++i) {
     const auto& b = (*h)[i];
-    std::cout << fmt::format("{}  {}{}\n", b.activated_at, b.revision, i + 1 == h->size() ? "  (active)" : "");
+    std::cout << fmt::format("{}  {}{}\n", b.activated_at, table_id(g, b.revision), i + 1 == h->size() ? "  (active)" : "");
   }
   return kExitOk;
 }
@@ -216,7 +217,9 @@ void add_tool_commands(CLI::App& app, Globals& g) {
 
   auto ia = std::make_shared<InstallArgs>();
   auto* inst = tool->add_subcommand("install", "store manifests as content-addressed revisions; prints `name revision`");
-  inst->add_option("files", ia->files, "manifest files (JSON)")->required()->check(CLI::ExistingFile);
+  inst->add_option("files", ia->files, "manifest files (JSON); - reads one from stdin")
+      ->required()
+      ->check(existing_file_or_stdin());
   inst->add_flag("--activate", ia->activate, "also activate each revision (default: only when the name is unbound)");
   inst->add_flag("--trust", ia->trust,
                  "record that you reviewed tools that run with host authority (trusted-native, MCP commands)");

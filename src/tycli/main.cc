@@ -23,6 +23,8 @@ int main(int argc, char** argv) {
                  "SQLite store (default $TASKYON_HOME/taskyon.db; TASKYON_HOME defaults to "
                  "$XDG_DATA_HOME/taskyon, else ~/.local/share/taskyon)");
   app.add_flag("--json", g.json, "machine-readable JSON output on stdout");
+  app.add_flag("--full-ids", g.full_ids,
+               "whole ids in tables (default: sha256: + 12 hex digits, accepted as a prefix; --json prints them whole)");
   app.add_flag("--ask", g.ask, "call/run: on a terminal, ask before denying a fetch no grant allows (the answer is "
                                "once: this call only; always: recorded as a grant; no: denied)");
   app.add_option("--fetch-allow-cidr", g.fetch_allow_cidr,

@@ -302,7 +302,12 @@ Result<std::string> Store::expand_prefix(std::string_view table, std::string_vie
     if (!*row) break;
     ids.push_back(stmt->text(0));
   }
-  if (ids.empty()) return fail(Errc::not_found, fmt::format("no {} matches \"{}\"", table == "tasks" ? "task" : "revision", ref), std::string(ref));
+  if (ids.empty())
+    return fail(Errc::not_found,
+                fmt::format("no {} matches \"{}\"",
+                            table == "tasks" ? "task" : table == "settings_revisions" ? "settings revision" : "revision",
+                            ref),
+                std::string(ref));
   if (ids.size() > 1) {
     std::string list;
     for (const auto& id : ids) list += "\n  " + id;

@@ -153,10 +153,15 @@ class Store {
   Store& operator=(Store&&) noexcept;
   ~Store();
 
+  // The full id in `table` ("revisions", "tasks" or "settings_revisions")
+  // that `ref` ("sha256:" optional, >= 12 hex digits) is a prefix of.
+  // Errc::bad_usage for fewer digits, not_found for none, ambiguous (listing
+  // up to 11 candidates) for several.
+  Result<std::string> expand_prefix(std::string_view table, std::string_view ref);
+
  private:
   struct Connections;
   Store(sql::Database db, sql::Access access);
-  Result<std::string> expand_prefix(std::string_view table, std::string_view ref);
   std::unique_ptr<Connections> conns_;
 };
 
