@@ -44,9 +44,9 @@ CommandResult run_command(const std::vector<std::string>& argv, const std::files
 // test's own); PATH is `path` (empty: the test's own) with `path_prefix`
 // put before it (empty: none).
 struct Launch {
-  std::filesystem::path cwd;
-  std::string path_prefix;
-  std::string path;
+  std::filesystem::path cwd = {};
+  std::string path_prefix = {};
+  std::string path = {};
 };
 CommandResult run_command(const std::vector<std::string>& argv, const std::filesystem::path& home,
                           const Launch& launch);

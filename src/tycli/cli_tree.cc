@@ -45,7 +45,7 @@ OptionNode describe_option(CLI::Option& opt) {
       const std::size_t next = full.find(':', at + 1);
       const std::string d = full.substr(at + 1, next == std::string::npos ? std::string::npos : next - at - 1);
       if (auto members = set_members(d); !members.empty()) node.choices = std::move(members);
-      if (d == "FILE") node.file = true;
+      if (d.starts_with("FILE")) node.file = true;  // CLI::ExistingFile, or "FILE or -" (cli.h)
       at = next;
     }
     if (upper(placeholder).find("FILE") != std::string::npos) node.file = true;
