@@ -36,7 +36,10 @@ build-tycli: setup
 	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo $(BUILD_FLAGS) >/dev/null
 	@cmake --build $(BUILD) -j $(JOBS) --target tycli
 
-install: build-tycli
+# Builds tycli only when it is not built yet, so `sudo make install` after a build does no
+# build work as root in the tree.
+install:
+	@test -x $(BUILD)/tycli || $(MAKE) --no-print-directory build-tycli
 	@cmake --install $(BUILD) --prefix $(PREFIX)
 
 build-asan: setup

@@ -136,6 +136,26 @@ TEST_F(CliStdinIds, ShortIdsFromTablesAreAcceptedAsInput) {
   EXPECT_EQ(again.out, "42\n");
 }
 
+// A tool defined in the task tree is in no registry table, yet `sandbox log`
+// and `audit` print its short id: --revision takes that short id back.
+TEST_F(CliStdinIds, AShortIdOfATreeDefinedRevisionFiltersTheLogs) {
+  ASSERT_EQ(tycli({"tool", "install", kExamples + "tools/add.json"}).exit_code, 0);
+  auto run = tycli({"run", kExamples + "conversations/scoped-tools.json"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const auto log = tycli({"sandbox", "log"}).out;
+  const auto line_at = log.find("format_amount");
+  ASSERT_NE(line_at, std::string::npos) << log;
+  const auto revision = log.substr(log.find("sha256:", line_at), 19);
+  auto filtered = tycli({"sandbox", "log", "--revision", revision});
+  ASSERT_EQ(filtered.exit_code, 0) << filtered.err;
+  EXPECT_NE(filtered.out.find("format_amount"), std::string::npos) << filtered.out;
+  auto audited = tycli({"audit", "--revision", revision});
+  EXPECT_EQ(audited.exit_code, 0) << audited.err;
+  auto unknown = tycli({"sandbox", "log", "--revision", "sha256:000000000000"});
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.err.find("no revision matches"), std::string::npos) << unknown.err;
+}
+
 TEST_F(CliStdinIds, AnAmbiguousShortIdIsRefusedListingTheCandidates) {
   ASSERT_EQ(tycli({"tool", "install", kExamples + "tools/add.json"}).exit_code, 0);
   // Two ids sharing 12 hex digits cannot be made by hashing: planted in the real store file.

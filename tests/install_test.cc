@@ -164,6 +164,14 @@ TEST_F(Completion, BashCompletesEveryLevelFromTheCommandTree) {
   home.write("manifest.json", "{}");
   EXPECT_EQ(bash({"tycli", "tool", "install", (home.path() / "manif").string()}),
             (home.path() / "manifest.json").string() + "\n");
+  // One name per completion, spaces and glob characters kept.
+  home.write("a b*.json", "{}");
+  EXPECT_EQ(bash({"tycli", "run", (home.path() / "a").string()}), (home.path() / "a b*.json").string() + "\n");
+  // A path-valued option, --opt=VALUE, and what follows `--` (another program's words).
+  EXPECT_EQ(bash({"tycli", "--db", (home.path() / "manif").string()}), (home.path() / "manifest.json").string() + "\n");
+  EXPECT_EQ(bash({"tycli", "call", "--js-runtime", "=", "de"}), "deno\n");
+  EXPECT_EQ(bash({"tycli", "tool", "import-mcp", "--trust", "--", "node", (home.path() / "manif").string()}),
+            (home.path() / "manifest.json").string() + "\n");
 }
 
 TEST_F(Completion, UnknownShellIsRefusedNamingTheChoices) {

@@ -66,11 +66,14 @@ taskyon::Result<taskyon::store::Store> open_store(const Globals& g, StoreUse use
 
 namespace {
 
+// `path` is a file's path or "from stdin"; the error's place is the path or "stdin".
+std::string place(const std::string& path) { return path == "from stdin" ? "stdin" : path; }
+
 std::unexpected<taskyon::Error> too_large(std::string_view what, const std::string& path, std::size_t limit,
                                           std::string_view size) {
   return taskyon::fail(Errc::bad_usage,
                        fmt::format("{} {} is {}; the limit is {} bytes (docs/limits.md)", what, path, size, limit),
-                       path);
+                       place(path));
 }
 
 // Reads `fd` to its end, refusing more than `limit` bytes without reading them.
@@ -82,7 +85,7 @@ taskyon::Result<std::string> read_capped(int fd, std::size_t limit, std::string_
     if (n == 0) return out;
     if (n < 0) {
       if (errno == EINTR) continue;
-      return taskyon::fail(Errc::io, fmt::format("cannot read {} {}: {}", what, name, std::strerror(errno)), name);
+      return taskyon::fail(Errc::io, fmt::format("cannot read {} {}: {}", what, name, std::strerror(errno)), place(name));
     }
     if (out.size() + static_cast<std::size_t>(n) > limit)
       return too_large(what, name, limit, fmt::format("more than {} bytes", limit));

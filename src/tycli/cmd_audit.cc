@@ -36,12 +36,16 @@ struct AuditArgs {
 };
 
 // A full id is taken as given (tree-defined tools are not in the registry);
-// anything else resolves like elsewhere.
+// anything else resolves like elsewhere, and a prefix the registry does not
+// know may be one of a tree-defined revision a call pinned (the short ids
+// these tables print).
 taskyon::Result<std::string> revision_filter(store::Store& st, const std::string& ref) {
   if (taskyon::json::is_content_id(ref)) return ref;
   auto rev = st.resolve(ref);
-  if (!rev) return std::unexpected(rev.error());
-  return rev->id;
+  if (rev) return rev->id;
+  if (rev.error().code == taskyon::Errc::not_found)
+    if (auto pinned = st.expand_prefix("tasks", ref, "tool_revision"); pinned) return *pinned;
+  return std::unexpected(rev.error());
 }
 
 int audit(Globals& g, const AuditArgs& a) {

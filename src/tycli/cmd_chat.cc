@@ -139,14 +139,8 @@ int call(Globals& g, const ChatArgs& given_args) {
     return report(g, configured.error());
   if (a.timeout_ms <= 0)
     return report(g, {taskyon::Errc::bad_usage, "--timeout must be a positive number of milliseconds", "--timeout"});
-  taskyon::Result<Value> given = std::unexpected(taskyon::Error{});
-  if (a.tool_call == "-") {
-    auto text = read_bounded_stdin(kMaxArgumentsFileBytes, "a tool call");
-    if (!text) return report(g, text.error());
-    given = taskyon::json::parse(*text);
-  } else {
-    given = json_argument(a.tool_call, "--tool-call", kMaxArgumentsFileBytes);
-  }
+  // `-` is `@-`: stdin, its errors placed at "stdin: POINTER" like a file's.
+  auto given = json_argument(a.tool_call == "-" ? "@-" : a.tool_call, "--tool-call", kMaxArgumentsFileBytes);
   if (!given) return report(g, given.error());
   auto pc = tasks::parse_provider_call(*given);
   if (!pc) return report(g, {pc.error().code, pc.error().message, "--tool-call" + pc.error().where});

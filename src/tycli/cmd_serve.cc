@@ -124,7 +124,8 @@ void add_serve_command(CLI::App& app, Globals& g) {
                                         "the egress proxy (docs/serve.md)");
   c->add_option("--port", a->port, "TCP port on 127.0.0.1 (default 0: pick a free one and print it)");
   c->add_option("--token-file", a->token_file,
-                "where the bearer token is written, mode 0600 (default: serve.token beside the store)");
+                "where the bearer token is written, mode 0600 (default: serve.token beside the store)")
+      ->type_name("FILE");
   c->add_flag("--print-token", a->print_token, "also print the token on stdout (it is a secret: only for scripts)");
   c->add_option("--max-body", a->max_body_bytes, "largest request body, bytes (default 8388608; larger: 413)");
   c->add_option("--max-concurrent-calls", a->max_concurrent_calls,

@@ -111,17 +111,24 @@ _tycli() {
   local cur=${COMP_WORDS[COMP_CWORD]} cpath=tycli i w
   for ((i = 1; i < COMP_CWORD; i++)); do
     w=${COMP_WORDS[i]}
-    if [[ ${_tycli_takes[$cpath]} == *" $w "* ]]; then
+    if [[ $w == -- ]]; then  # the rest belongs to another program (import-mcp -- COMMAND): its files
+      mapfile -t COMPREPLY < <(compgen -f -- "$cur")
+      return 0
+    elif [[ ${_tycli_takes[$cpath]} == *" $w "* ]]; then
       ((i++))
     elif [[ -n ${_tycli_cmds["$cpath $w"]+set} ]]; then
       cpath="$cpath $w"
     fi
   done
   local prev=${COMP_WORDS[COMP_CWORD-1]}
+  # --opt=VALUE: bash splits it into --opt, = and the value.
+  if [[ $prev == = ]] && ((COMP_CWORD > 2)); then
+    prev=${COMP_WORDS[COMP_CWORD-2]}
+  fi
   if ((COMP_CWORD > 1)) && [[ ${_tycli_takes[$cpath]} == *" $prev "* ]]; then
     local values=${_tycli_vals["$cpath $prev"]}
     if [[ $values == @file ]]; then
-      COMPREPLY=($(compgen -f -- "$cur"))
+      mapfile -t COMPREPLY < <(compgen -f -- "$cur")  # one name per line: names may hold spaces
     else
       COMPREPLY=($(compgen -W "$values" -- "$cur"))
     fi
@@ -134,7 +141,7 @@ _tycli() {
   local words=${_tycli_cmds[$cpath]}
   COMPREPLY=($(compgen -W "${words//@file/}" -- "$cur"))
   if [[ $words == *@file* ]]; then
-    COMPREPLY+=($(compgen -f -- "$cur"))
+    mapfile -t -O "${#COMPREPLY[@]}" COMPREPLY < <(compgen -f -- "$cur")
   fi
   return 0
 }

@@ -21,7 +21,8 @@ int main(int argc, char** argv) {
   app.fallthrough();
   app.add_option("--db", g.db_path,
                  "SQLite store (default $TASKYON_HOME/taskyon.db; TASKYON_HOME defaults to "
-                 "$XDG_DATA_HOME/taskyon, else ~/.local/share/taskyon)");
+                 "$XDG_DATA_HOME/taskyon, else ~/.local/share/taskyon)")
+      ->type_name("FILE");  // completions and the man page offer file names (cli_tree.h)
   app.add_flag("--json", g.json, "machine-readable JSON output on stdout");
   app.add_flag("--full-ids", g.full_ids,
                "whole ids in tables (default: sha256: + 12 hex digits, accepted as a prefix; --json prints them whole)");
@@ -32,6 +33,7 @@ int main(int argc, char** argv) {
       ->group("Test-only")
       ->each([](const std::string& v) { tycli::warn_test_only("--fetch-allow-cidr", v); });
   app.add_option("--fetch-ca-file", g.fetch_ca_file, "TEST ONLY: trust these PEM anchors instead of the system's")
+      ->type_name("FILE")
       ->group("Test-only")
       ->each([](const std::string& v) { tycli::warn_test_only("--fetch-ca-file", v); });
 

@@ -129,7 +129,7 @@ std::string man_page(const CommandNode& tree, const std::string& version) {
          roff("The SQLite store: revisions, activations, tasks, grants, secrets, the audit and sandbox logs "
               "(--db PATH names another).") + "\n";
   out += ".TP\n\\fI$TASKYON_HOME/config.json\\fR\n" +
-         roff("Optional defaults of call and run: jsRuntime, denoPath, nodePath, sandboxMemoryBudgetMiB, timeout, "
+         roff("Optional defaults of call, run and chat call: jsRuntime, denoPath, nodePath, sandboxMemoryBudgetMiB, timeout, "
               "pythonIsolation; a flag wins over its key, an unknown key is refused.") + "\n";
   out += ".SH ENVIRONMENT\n";
   out += ".TP\n.B TASKYON_HOME\n" + roff("The directory of the store and config.json (default $XDG_DATA_HOME/taskyon).") + "\n";

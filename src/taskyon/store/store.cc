@@ -285,14 +285,15 @@ Result<Binding> Store::activate(std::string_view name, std::string_view revision
   return Binding{stmt->integer(0), std::string(name), rev->id, stmt->text(1)};
 }
 
-Result<std::string> Store::expand_prefix(std::string_view table, std::string_view ref) {
+Result<std::string> Store::expand_prefix(std::string_view table, std::string_view ref, std::string_view column) {
   auto hex = hex_part(ref);
   if (!hex) return fail(Errc::not_found, fmt::format("\"{}\" is not a revision id or prefix", ref), std::string(ref));
   if (hex->size() < 12)
     return fail(Errc::bad_usage,
                 fmt::format("prefix \"{}\" is too short: give at least 12 hex digits", ref), std::string(ref));
   const std::string lo = "sha256:" + std::string(*hex);
-  auto stmt = database().prepare(fmt::format("SELECT id FROM {} WHERE id >= ?1 AND id < ?2 ORDER BY id LIMIT 11", table));
+  auto stmt = database().prepare(
+      fmt::format("SELECT DISTINCT {1} FROM {0} WHERE {1} >= ?1 AND {1} < ?2 ORDER BY {1} LIMIT 11", table, column));
   if (!stmt) return std::unexpected(stmt.error());
   stmt->bind(1, lo).bind(2, lo + "\x7f");
   std::vector<std::string> ids;
@@ -305,7 +306,9 @@ Result<std::string> Store::expand_prefix(std::string_view table, std::string_vie
   if (ids.empty())
     return fail(Errc::not_found,
                 fmt::format("no {} matches \"{}\"",
-                            table == "tasks" ? "task" : table == "settings_revisions" ? "settings revision" : "revision",
+                            table == "tasks" && column == "id" ? "task"
+                            : table == "settings_revisions"    ? "settings revision"
+                                                               : "revision",
                             ref),
                 std::string(ref));
   if (ids.size() > 1) {

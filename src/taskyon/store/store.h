@@ -153,11 +153,12 @@ class Store {
   Store& operator=(Store&&) noexcept;
   ~Store();
 
-  // The full id in `table` ("revisions", "tasks" or "settings_revisions")
-  // that `ref` ("sha256:" optional, >= 12 hex digits) is a prefix of.
-  // Errc::bad_usage for fewer digits, not_found for none, ambiguous (listing
-  // up to 11 candidates) for several.
-  Result<std::string> expand_prefix(std::string_view table, std::string_view ref);
+  // The full id in `column` of `table` ("revisions", "tasks" or
+  // "settings_revisions" by their "id"; "tasks" by "tool_revision": the
+  // revisions calls pinned, tree-defined ones too) that `ref` ("sha256:"
+  // optional, >= 12 hex digits) is a prefix of. Errc::bad_usage for fewer
+  // digits, not_found for none, ambiguous (listing up to 11 candidates) for several.
+  Result<std::string> expand_prefix(std::string_view table, std::string_view ref, std::string_view column = "id");
 
  private:
   struct Connections;
