@@ -8,6 +8,7 @@
 
 #include <idn2.h>
 
+#include "taskyon/base/ascii.h"
 #include "taskyon/capability/url.h"
 #include "taskyon/capability/url_parts.h"
 
@@ -29,12 +30,7 @@ constexpr bool is_forbidden_domain(unsigned char c) {
   }
 }
 
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
+using ascii::hex_value;
 
 // Percent-decode (§1.3): "%XX" becomes the byte; any other "%" stays.
 std::string percent_decode(std::string_view input) {

@@ -3,17 +3,13 @@
 #include <optional>
 #include <utility>
 
+#include "taskyon/base/ascii.h"
 #include "taskyon/capability/url_parts.h"
 
 namespace taskyon::capability::detail {
 namespace {
 
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
+using ascii::hex_value;
 
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 

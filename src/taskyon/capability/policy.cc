@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "taskyon/base/ascii.h"
 #include "taskyon/capability/policy.h"
 #include "taskyon/capability/url_parts.h"
 
@@ -36,15 +37,9 @@ constexpr BadPort kBadPorts[] = {
     {6679, "osaut"},        {6697, "ircs-u"},      {10080, "amanda"},
 };
 
-constexpr char to_upper(char c) { return c >= 'a' && c <= 'z' ? static_cast<char>(c - 0x20) : c; }
-constexpr char to_lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + 0x20) : c; }
-
-bool iequals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i)
-    if (to_upper(a[i]) != to_upper(b[i])) return false;
-  return true;
-}
+using ascii::iequals;
+using ascii::to_lower;
+using ascii::to_upper;
 
 // RFC 9110 §5.6.2 tchar, as a table.
 constexpr std::array<bool, 256> kTchar = [] {

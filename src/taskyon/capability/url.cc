@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "taskyon/base/ascii.h"
 #include "taskyon/capability/url.h"
 #include "taskyon/capability/url_parts.h"
 
@@ -54,14 +55,8 @@ void append_encoded(std::string& out, std::string_view in, const ByteSet& set) {
 
 constexpr bool is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 constexpr bool is_digit(char c) { return c >= '0' && c <= '9'; }
-constexpr char to_lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + 0x20) : c; }
-
-bool iequals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i)
-    if (to_lower(a[i]) != to_lower(b[i])) return false;
-  return true;
-}
+using ascii::iequals;
+using ascii::to_lower;
 
 bool is_single_dot(std::string_view s) { return s == "." || iequals(s, "%2e"); }
 bool is_double_dot(std::string_view s) {

@@ -32,11 +32,6 @@ std::unique_ptr<host::Host> open_host(Env& env) {
   return need(host::Host::open(std::move(o)), "open the host");
 }
 
-std::string install(Env& env, const std::string& name, const std::string& code,
-                    store::Activate activate = store::Activate::if_unbound) {
-  auto parsed = need(registry::parse_manifest(js_tool(name, code)), "parse the manifest of " + name);
-  return need(env.store().install(parsed, activate), "install " + name).id;
-}
 
 // An MCP client in this process: what the connection emits, in order.
 class Client {
@@ -89,7 +84,7 @@ class Client {
 };
 
 Outcome sessions_keep_their_own_state(Env& env) {
-  install(env, "counter", "() => (globalThis.n = (globalThis.n ?? 0) + 1)");
+  install_js(env, "counter", "() => (globalThis.n = (globalThis.n ?? 0) + 1)");
   auto h = open_host(env);
   Client a(*h), b(*h);
   auto count = [](const Value& result) { return result.value("structuredContent", Value())["result"]; };
@@ -101,7 +96,7 @@ Outcome sessions_keep_their_own_state(Env& env) {
 }
 
 Outcome results_name_task_and_revisions(Env& env) {
-  const std::string rev = install(env, "upper", "({input}) => input.toUpperCase()");
+  const std::string rev = install_js(env, "upper", "({input}) => input.toUpperCase()");
   auto h = open_host(env);
   Client c(*h);
   c.send(2, "tools/list");
@@ -126,7 +121,7 @@ Outcome results_name_task_and_revisions(Env& env) {
 }
 
 Outcome cancellation_destroys_sandbox(Env& env) {
-  install(env, "stuck", "async () => { console.log('stuck'); await new Promise(() => {}); }");
+  install_js(env, "stuck", "async () => { console.log('stuck'); await new Promise(() => {}); }");
   auto h = open_host(env);
   Client c(*h);
   c.send(2, "tools/call", {{"name", "stuck"}, {"arguments", Value::object()}});
@@ -147,8 +142,8 @@ Outcome cancellation_destroys_sandbox(Env& env) {
 }
 
 Outcome activation_reaches_list_not_pinned_calls(Env& env) {
-  const std::string v1 = install(env, "upper", "({input}) => input.toUpperCase()");
-  const std::string v2 = install(env, "upper", "({input}) => input.toUpperCase() + '!'");
+  const std::string v1 = install_js(env, "upper", "({input}) => input.toUpperCase()");
+  const std::string v2 = install_js(env, "upper", "({input}) => input.toUpperCase() + '!'");
   auto h = open_host(env);
   Client c(*h);
   c.send(2, "tools/list");

@@ -25,7 +25,6 @@ using json::Value;
 using namespace std::chrono_literals;
 using sandbox::Status;
 
-bool process_gone(int pid) { return ::kill(pid, 0) == -1 && errno == ESRCH; }
 
 int pid_of(const sandbox::Pool& pool, const std::string& revision) {
   for (const auto& s : pool.sandboxes()) {
@@ -34,18 +33,7 @@ int pid_of(const sandbox::Pool& pool, const std::string& revision) {
   return -1;
 }
 
-bool destroyed_for(const sandbox::Pool& pool, const std::string& revision, std::string_view reason) {
-  for (const auto& d : pool.destructions()) {
-    if (d.revision == revision && d.reason == reason) return true;
-  }
-  return false;
-}
 
-std::string install(Env& env, const std::string& name, const std::string& code,
-                    store::Activate activate = store::Activate::if_unbound) {
-  auto parsed = need(registry::parse_manifest(js_tool(name, code)), "parse the manifest of " + name);
-  return need(env.store().install(parsed, activate), "install " + name).id;
-}
 
 invoke::Invocation call(Env& env, const std::string& name) {
   auto compiled = need(tasks::compile(tasks::function_call(name, {{"input", ""}}), {{}, env.store().resolver()}),
@@ -70,9 +58,9 @@ std::vector<std::string> cmdline_of(int pid) {
 // --- S3, S5 --------------------------------------------------------------------------
 
 Outcome revision_change_destroys(Env& env) {
-  const auto v1 = install(env, "counter", "() => (globalThis.n = (globalThis.n || 0) + 1)");
-  const auto v2 = install(env, "counter", "() => 'v2'");  // stored, not active: the name is bound to v1
-  install(env, "bystander", "() => 'other'");
+  const auto v1 = install_js(env, "counter", "() => (globalThis.n = (globalThis.n || 0) + 1)");
+  const auto v2 = install_js(env, "counter", "() => 'v2'");  // stored, not active: the name is bound to v1
+  install_js(env, "bystander", "() => 'other'");
   expect(v1 != v2, "the two versions have one revision");
   auto first = call(env, "counter");
   expect(first.ok() && first.tool.revision == v1, "the first call did not run v1");

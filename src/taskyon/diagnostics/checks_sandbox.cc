@@ -29,7 +29,6 @@ using sandbox::Status;
 // Revisions the pool keys sandboxes by; any distinct strings do.
 std::string rev(std::string_view name) { return "sha256:diagnostics-" + std::string(name); }
 
-bool process_gone(int pid) { return ::kill(pid, 0) == -1 && errno == ESRCH; }
 
 int pid_of(sandbox::Pool& pool, const std::string& revision) {
   for (const auto& s : pool.sandboxes()) {
@@ -38,12 +37,6 @@ int pid_of(sandbox::Pool& pool, const std::string& revision) {
   return -1;
 }
 
-bool destroyed_for(const sandbox::Pool& pool, const std::string& revision, std::string_view reason) {
-  for (const auto& d : pool.destructions()) {
-    if (d.revision == revision && d.reason == reason) return true;
-  }
-  return false;
-}
 
 Outcome retained_per_revision(Env& env) {
   const std::string code = "() => (globalThis.n = (globalThis.n || 0) + 1)";

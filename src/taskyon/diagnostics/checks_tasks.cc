@@ -42,10 +42,6 @@ tasks::Task put(Env& env, Role role, Value content, const std::optional<std::str
   return c.task;
 }
 
-std::string install(Env& env, const std::string& name, const std::string& code,
-                    store::Activate activate = store::Activate::always) {
-  return need(env.store().install(js_manifest(name, code), activate), "install " + name).id;
-}
 
 tasks::Task unpinned_completed_call() {
   tasks::Task t;
@@ -57,12 +53,12 @@ tasks::Task unpinned_completed_call() {
 }
 
 Outcome pins_before_hashing(Env& env) {
-  const auto v1 = install(env, "shout", "({input}) => input.toUpperCase()");
+  const auto v1 = install_js(env, "shout", "({input}) => input.toUpperCase()", store::Activate::always);
   auto c1 = need(compile_at(env, Role::assistant, call("shout", {{"input", "hi"}}), std::nullopt), "compile");
   expect(c1.task.tool_revision == v1, "the call is not pinned to the active revision");
   expect(c1.task.settings_revision == registry::empty_settings_revision(), "the settings revision is not pinned");
   expect(c1.task.id == need(tasks::compute_id(c1.task), "hash"), "the id is not the hash of the pinned task");
-  const auto v2 = install(env, "shout", "({input}) => input + '!'");
+  const auto v2 = install_js(env, "shout", "({input}) => input + '!'", store::Activate::always);
   auto c2 = need(compile_at(env, Role::assistant, call("shout", {{"input", "hi"}}), std::nullopt), "compile");
   expect(c2.task.tool_revision == v2, "the call was not pinned to the newly active revision");
   expect(c2.task.content == c1.task.content && c2.task.id != c1.task.id,
@@ -72,11 +68,11 @@ Outcome pins_before_hashing(Env& env) {
 
 Outcome runs_pinned_revision(Env& env) {
   auto& st = env.store();
-  install(env, "shout", "({input}) => input.toUpperCase()");
+  install_js(env, "shout", "({input}) => input.toUpperCase()", store::Activate::always);
   auto c = need(compile_at(env, Role::assistant, call("shout", {{"input", "hi"}}), std::nullopt), "compile");
   auto first = need(invoke::run_call(st, env.pool(), c.task, {}), "first run");
   expect(first.outcome.value == "HI", "the first run gave " + first.outcome.value.dump() + " " + first.outcome.error);
-  install(env, "shout", "({input}) => 'v2:' + input");
+  install_js(env, "shout", "({input}) => 'v2:' + input", store::Activate::always);
   auto by_name = need(compile_at(env, Role::assistant, call("shout", {{"input", "hi"}}), std::nullopt), "compile v2");
   auto second = need(invoke::run_call(st, env.pool(), by_name.task, {}), "run by name");
   expect(second.outcome.value == "v2:hi", "a new call by name did not run the activated revision");
@@ -141,7 +137,7 @@ Outcome scoped_to_descendants(Env& env) {
   auto outside = compile_at(env, Role::assistant, call("twice", {{"input", "a"}}), sibling.id);
   expect(!outside && outside.error().code == Errc::not_found, "a sibling branch saw the definition");
   expect(!compile_at(env, Role::assistant, call("twice"), root.id), "the definition's parent saw it");
-  install(env, "tag", "() => 'registry'");
+  install_js(env, "tag", "() => 'registry'", store::Activate::always);
   const auto outer = put(env, Role::system, definition("tag", "() => 'outer'"), std::nullopt);
   const auto inner = put(env, Role::system, definition("tag", "() => 'inner'"), outer.id);
   auto shadowed = need(compile_at(env, Role::assistant, call("tag"), inner.id), "call below two definitions");
@@ -165,7 +161,7 @@ Outcome never_enter_registry(Env& env) {
 }
 
 Outcome only_code_or_pinned_binding(Env& env) {
-  const auto rev = install(env, "shout", "({input}) => input.toUpperCase()");
+  const auto rev = install_js(env, "shout", "({input}) => input.toUpperCase()", store::Activate::always);
   Value native = js_tool("nat", "x");
   native.erase("code");
   native.erase("runtime");
@@ -191,7 +187,7 @@ Outcome only_code_or_pinned_binding(Env& env) {
 
 Outcome reduced_signatures(Env& env) {
   auto& st = env.store();
-  install(env, "reg", "() => 0");
+  install_js(env, "reg", "() => 0", store::Activate::always);
   const auto def = put(env, Role::system, definition("reg", "() => 'secret code body'", "inner description"),
                        std::nullopt);
   const auto msg = put(env, Role::user, message("hi"), def.id);

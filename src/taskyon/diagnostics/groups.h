@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "taskyon/diagnostics/check.h"
@@ -35,6 +36,16 @@ void add(Registry& r, Check check);
 // A sandboxed-code manifest with one string parameter "input".
 json::Value js_tool(const std::string& name, const std::string& code);
 registry::Manifest js_manifest(const std::string& name, const std::string& code);
+
+// Installs js_manifest(name, code) into the check's store; its revision id.
+std::string install_js(Env& env, const std::string& name, const std::string& code,
+                       store::Activate activate = store::Activate::if_unbound);
+
+// No process has `pid` any more (kill(pid, 0) fails with ESRCH).
+bool process_gone(int pid);
+
+// `pool` destroyed a sandbox of `revision` for `reason`.
+bool destroyed_for(const sandbox::Pool& pool, const std::string& revision, std::string_view reason);
 
 // COUNT(*) or another single integer of a query on the check's store.
 std::int64_t query_int(store::Store& store, const std::string& sql);

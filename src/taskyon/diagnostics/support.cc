@@ -1,4 +1,7 @@
 // Helpers the check groups share (groups.h).
+#include <signal.h>
+
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 
@@ -24,6 +27,19 @@ json::Value js_tool(const std::string& name, const std::string& code) {
 
 registry::Manifest js_manifest(const std::string& name, const std::string& code) {
   return need(registry::parse_manifest(js_tool(name, code)), "the diagnostics manifest is invalid");
+}
+
+std::string install_js(Env& env, const std::string& name, const std::string& code, store::Activate activate) {
+  return need(env.store().install(js_manifest(name, code), activate), "install " + name).id;
+}
+
+bool process_gone(int pid) { return ::kill(pid, 0) == -1 && errno == ESRCH; }
+
+bool destroyed_for(const sandbox::Pool& pool, const std::string& revision, std::string_view reason) {
+  for (const auto& d : pool.destructions()) {
+    if (d.revision == revision && d.reason == reason) return true;
+  }
+  return false;
 }
 
 std::int64_t query_int(store::Store& store, const std::string& sql) {

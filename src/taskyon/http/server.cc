@@ -20,18 +20,13 @@
 #include <fmt/format.h>
 #include <httplib.h>
 
+#include "taskyon/base/ascii.h"
+
 namespace taskyon::http {
 
 namespace {
 
-bool iequals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; };
-    if (lower(a[i]) != lower(b[i])) return false;
-  }
-  return true;
-}
+using ascii::iequals;
 
 void set_error(httplib::Response& res, int status, std::string_view code, std::string_view message) {
   const Response r = Response::error(status, code, message);
