@@ -156,6 +156,20 @@ TEST_F(CliStdinIds, AShortIdOfATreeDefinedRevisionFiltersTheLogs) {
   EXPECT_NE(unknown.err.find("no revision matches"), std::string::npos) << unknown.err;
 }
 
+// A tool name made of hex letters is a name while it is shorter than a prefix.
+TEST_F(CliStdinIds, AnUnknownHexLetterNameIsAMissingToolNotAShortPrefix) {
+  ASSERT_EQ(tycli({"tool", "install", kExamples + "tools/uppercase.json"}).exit_code, 0);
+  for (const std::vector<std::string>& command :
+       {std::vector<std::string>{"call", "add"}, std::vector<std::string>{"tool", "show", "cafe"}}) {
+    auto r = tycli(command);
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("no tool named"), std::string::npos) << r.err;
+  }
+  auto short_prefix = tycli({"tool", "show", "sha256:abc"});
+  EXPECT_EQ(short_prefix.exit_code, 2);
+  EXPECT_NE(short_prefix.err.find("too short"), std::string::npos) << short_prefix.err;
+}
+
 TEST_F(CliStdinIds, AnAmbiguousShortIdIsRefusedListingTheCandidates) {
   ASSERT_EQ(tycli({"tool", "install", kExamples + "tools/add.json"}).exit_code, 0);
   // Two ids sharing 12 hex digits cannot be made by hashing: planted in the real store file.

@@ -101,9 +101,15 @@ TEST_F(StoreTest, LookupByNameFullIdAndPrefix) {  // R4
   EXPECT_EQ(st->resolve(v->id)->id, v->id);
   EXPECT_EQ(st->resolve(v->id.substr(0, 19))->id, v->id);
   EXPECT_EQ(st->resolve(hex.substr(0, 12))->id, v->id);
-  auto short_prefix = st->resolve(hex.substr(0, 11));
+  auto short_prefix = st->resolve("sha256:" + hex.substr(0, 11));
   ASSERT_FALSE(short_prefix);
   EXPECT_EQ(short_prefix.error().code, Errc::bad_usage);
+  // Without "sha256:" a short hex word may be a tool name ("add"): not found, saying both.
+  auto short_word = st->resolve(hex.substr(0, 11));
+  ASSERT_FALSE(short_word);
+  EXPECT_EQ(short_word.error().code, Errc::not_found);
+  EXPECT_NE(short_word.error().message.find("no tool named"), std::string::npos);
+  EXPECT_NE(short_word.error().message.find("at least 12 hex digits"), std::string::npos);
   auto unknown = st->resolve("nosuchtool");
   ASSERT_FALSE(unknown);
   EXPECT_EQ(unknown.error().code, Errc::not_found);

@@ -24,6 +24,18 @@
 namespace taskyon::external {
 namespace {
 
+// The server's stderr as log entries, one per line (no line's '\n' kept).
+void add_stderr_lines(std::vector<sandbox::LogEntry>& logs, std::string_view text) {
+  while (!text.empty()) {
+    const std::size_t nl = text.find('\n');
+    const std::string_view line = text.substr(0, nl);
+    if (!line.empty()) logs.push_back({"stderr", std::string(line)});
+    if (nl == std::string_view::npos) break;
+    text.remove_prefix(nl + 1);
+  }
+}
+
+
 using json::Value;
 using Clock = std::chrono::steady_clock;
 constexpr std::size_t kMaxStderrBytes = 64u << 10;
@@ -305,7 +317,7 @@ sandbox::CallOutcome call_on(Session& s, const std::string& tool, const Value& a
                         status == sandbox::Status::protocol_error || status == sandbox::Status::cancelled;
     if (failed) *failed = broken;
     if (!keep || broken) s.stop();
-    if (!s.stderr_text().empty()) out.logs.push_back({"stderr", s.stderr_text()});
+    add_stderr_lines(out.logs, s.stderr_text());
     s.clear_stderr();
     out.duration = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started);
     return out;
@@ -351,7 +363,7 @@ sandbox::CallOutcome failed_start(Stop stop, Session& s, Clock::time_point start
                                          : sandbox::Status::protocol_error;
   out.error = fmt::format("the MCP server {} during initialize", describe(stop));
   s.stop();
-  if (!s.stderr_text().empty()) out.logs.push_back({"stderr", s.stderr_text()});
+  add_stderr_lines(out.logs, s.stderr_text());
   out.duration = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started);
   return out;
 }

@@ -351,6 +351,14 @@ Result<RevisionRecord> Store::resolve(std::string_view ref) {
                   std::string(ref));
   }
   if (bound) return revision(bound->revision);
+  // A short hex word that could be a tool name ("add", "cafe") is taken for
+  // one: "no tool named", saying what a prefix would need.
+  if (hex && !prefix_like && registry::is_valid_tool_name(ref))
+    return fail(Errc::not_found,
+                fmt::format("no tool named \"{}\" (see `tycli tool list`); as a revision prefix it is too short: "
+                            "give at least 12 hex digits",
+                            ref),
+                std::string(ref));
   if (hex) {
     auto id = expand_prefix("revisions", ref);
     if (!id) return std::unexpected(id.error());

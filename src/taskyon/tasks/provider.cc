@@ -241,7 +241,7 @@ Result<ProviderCall> parse_provider_call(const Value& v) {
 
 Result<Value> tool_answer(Provider provider, const std::string& call_id, const Value& result_content) {
   if (provider == Provider::mcp)
-    return usage("an MCP client gets its answer as a tools/call result (tycli mcp serve); choose openai-chat, "
+    return usage("an MCP client gets its answer as a tools/call result (tycli mcp, or /mcp of tycli serve); choose openai-chat, "
                  "openai-responses or anthropic",
                  "--format");
   if (!result_content.is_object() || !result_content.contains("toolResult") || !result_content["toolResult"].is_object())

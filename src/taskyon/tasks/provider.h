@@ -93,7 +93,7 @@ Result<ProviderCall> parse_provider_call(const json::Value& value);
 // The provider's `role: tool` answer to call `call_id` for a stored tool
 // result's content ({"toolResult": …}); its text is the result as JSON, or
 // "error CODE: MESSAGE" (tool_result_text). Errc::bad_usage for mcp: an MCP
-// client's answer is a tools/call result, use `tycli mcp serve`.
+// client's answer is a tools/call result, use `tycli mcp` (stdio) or `tycli serve` (/mcp).
 Result<json::Value> tool_answer(Provider provider, const std::string& call_id, const json::Value& result_content);
 
 }  // namespace taskyon::tasks
