@@ -29,13 +29,6 @@ bool have(const std::string& program) {
   return false;
 }
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 // The top-level commands as `tycli --help` lists them (CLI11's "Subcommands:" section).
 std::vector<std::string> top_level_commands(const fs::path& home) {
   const auto help = run_tycli({"--help"}, home);
@@ -69,7 +62,7 @@ TEST(Install, InstalledTycliFindsItsDenoAndRunsOutsideTheSourceTree) {
   // cwd=/ and PATH without the repository's node_modules: nothing points back at the source tree.
   const testing::Launch away{.cwd = "/", .path = "/usr/bin:/bin"};
   const std::string tycli = (p / "bin/tycli").string();
-  const std::string tool = home.write("add.json", slurp(std::string(TASKYON_SOURCE_DIR) + "/examples/tools/add.json"));
+  const std::string tool = home.write("add.json", testing::read_file(std::string(TASKYON_SOURCE_DIR) + "/examples/tools/add.json"));
   auto installed = run_command({tycli, "tool", "install", tool}, home.path(), away);
   ASSERT_EQ(installed.exit_code, 0) << installed.err;
   auto on_node = run_command({tycli, "call", "add", "--args", R"({"num1": 2, "num2": 40})"}, home.path(), away);
@@ -105,7 +98,7 @@ TEST(ManPage, RendersWithoutWarningsAndNamesEveryTopLevelCommand) {
   EXPECT_THAT(man.out, HasSubstr("\\fB\\-\\-js\\-runtime\\fR"));  // an option's hyphens copy as ASCII
   EXPECT_THAT(man.out, Not(HasSubstr(".SS \"tycli man\"")));       // hidden
   // The file the build wrote is the same page.
-  EXPECT_EQ(slurp(fs::path(TYCLI_PATH).parent_path() / "share/man/man1/tycli.1"), man.out);
+  EXPECT_EQ(testing::read_file(fs::path(TYCLI_PATH).parent_path() / "share/man/man1/tycli.1"), man.out);
 }
 
 TEST(ManPage, EscapesRoff) {

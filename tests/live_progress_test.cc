@@ -109,6 +109,31 @@ std::unique_ptr<Running> spawn_piped(const std::vector<std::string>& args, const
   return r;
 }
 
+// Every stderr line of `r` until tycli closes it, and whether tycli had
+// exited, or put its result on stdout, when the line holding `first` came.
+struct Streamed {
+  std::vector<std::string> lines;
+  bool exited_at_first = true;
+  bool stdout_at_first = true;
+  std::string all() const {
+    std::string text;
+    for (const auto& l : lines) text += l + "\n";
+    return text;
+  }
+};
+
+Streamed read_streamed(Running& r, std::string_view first) {
+  Streamed s;
+  while (auto line = r.next_err_line()) {
+    if (line->find(first) != std::string::npos) {
+      s.exited_at_first = r.exited();
+      s.stdout_at_first = r.stdout_ready();
+    }
+    s.lines.push_back(*line);
+  }
+  return s;
+}
+
 void install(const TempDir& home, const std::string& name, const std::string& code) {
   auto file = home.write(name + ".json", js_tool(name, code).dump());
   auto r = run_tycli({"tool", "install", file}, home.path());
@@ -280,21 +305,13 @@ TEST_P(LiveProgressCli, CallPrintsEachLineWhileTheToolRuns) {
   TempDir home;
   install(home, "ticker", kTicker);
   auto run = spawn_piped({"call", "ticker", "--js-runtime", GetParam()}, home.path());
-  std::vector<std::string> lines;
-  bool exited_at_first = true, stdout_at_first = true;
-  while (auto line = run->next_err_line()) {
-    if (line->find("tick 0") != std::string::npos) {
-      exited_at_first = run->exited();
-      stdout_at_first = run->stdout_ready();
-    }
-    lines.push_back(*line);
-  }
+  const Streamed streamed = read_streamed(*run, "tick 0");
+  const auto& lines = streamed.lines;
   const std::string out = run->read_stdout();
   EXPECT_EQ(wait_exit(run->pid), 0);
-  std::string all;
-  for (const auto& l : lines) all += l + "\n";
-  EXPECT_FALSE(exited_at_first) << "the first line was read only after tycli had exited:\n" << all;
-  EXPECT_FALSE(stdout_at_first) << "the result was on stdout before the first line:\n" << all;
+  const std::string all = streamed.all();
+  EXPECT_FALSE(streamed.exited_at_first) << "the first line was read only after tycli had exited:\n" << all;
+  EXPECT_FALSE(streamed.stdout_at_first) << "the result was on stdout before the first line:\n" << all;
   std::vector<std::string> ticks, progress;
   for (const auto& l : lines) {
     if (l.find("[log] tick") != std::string::npos) ticks.push_back(l);
@@ -376,19 +393,14 @@ TEST(LiveProgressCliChat, ChatCallStreamsEachLineOnceAndTakesTheConfigTimeout) {
   const std::string tool_call = R"({"id": "call_1", "type": "function", "function": {"name": "ticker", "arguments": "{}"}})";
 
   auto chat = spawn_piped({"chat", "call", "--at", root, "--tool-call", tool_call}, home.path());
-  std::vector<std::string> lines;
-  bool exited_at_first = true;
-  while (auto line = chat->next_err_line()) {
-    if (line->find("tick 0") != std::string::npos) exited_at_first = chat->exited();
-    lines.push_back(*line);
-  }
+  const Streamed streamed = read_streamed(*chat, "tick 0");
   const std::string out = chat->read_stdout();
   EXPECT_EQ(wait_exit(chat->pid), 0);
-  std::string all;
-  for (const auto& l : lines) all += l + "\n";
-  EXPECT_FALSE(exited_at_first) << "the first line was read only after tycli had exited:\n" << all;
+  const std::string all = streamed.all();
+  EXPECT_FALSE(streamed.exited_at_first) << "the first line was read only after tycli had exited:\n" << all;
+  EXPECT_FALSE(streamed.stdout_at_first) << "the answer was on stdout before the first line:\n" << all;
   std::size_t ticks = 0;
-  for (const auto& l : lines) ticks += l.find("tick ") != std::string::npos;
+  for (const auto& l : streamed.lines) ticks += l.find("tick ") != std::string::npos;
   EXPECT_EQ(ticks, 5u) << "each line once, not again at the end:\n" << all;
   EXPECT_NE(out.find("call_1"), std::string::npos) << out;
 

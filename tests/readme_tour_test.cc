@@ -30,12 +30,7 @@ using taskyon::testing::TempDir;
 const fs::path kSource = TASKYON_SOURCE_DIR;
 constexpr const char* kLineTimeout = "180";  // seconds: a safety net against a hung line, not an assertion
 
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using taskyon::testing::read_file;
 
 // The command lines of the tour's sh block (blank and comment-only lines left out).
 std::vector<std::string> tour_lines(const std::string& readme) {
@@ -98,18 +93,18 @@ std::string run_serve(const std::string& line, const fs::path& home, const Launc
   const int pid = taskyon::testing::spawn_command({"bash", "-c", "exec " + line}, home, launch, log.string());
   bool listening = false;
   for (int i = 0; i < 1200 && !listening; ++i) {  // 120 s at most: a safety net
-    listening = read_text(log).find("listening on http://127.0.0.1:") != std::string::npos;
+    listening = read_file(log).find("listening on http://127.0.0.1:") != std::string::npos;
     if (!listening) usleep(100 * 1000);
   }
   kill(pid, SIGTERM);
   const int exit = taskyon::testing::wait_exit(pid);
-  if (!listening) return "never said where it listens; output:\n" + read_text(log);
-  if (exit != 0) return "exit " + std::to_string(exit) + " after SIGTERM (want a clean exit 0); output:\n" + read_text(log);
+  if (!listening) return "never said where it listens; output:\n" + read_file(log);
+  if (exit != 0) return "exit " + std::to_string(exit) + " after SIGTERM (want a clean exit 0); output:\n" + read_file(log);
   return {};
 }
 
 TEST(ReadmeTour, EveryLineRunsAsWritten) {
-  const auto lines = tour_lines(read_text(kSource / "README.md"));
+  const auto lines = tour_lines(read_file(kSource / "README.md"));
   ASSERT_GE(lines.size(), 20u) << "README.md has no tour block under \"## A short tour of `tycli`\"";
 
   TempDir dir;

@@ -91,6 +91,13 @@ CommandResult run_tycli(const std::vector<std::string>& args, const std::filesys
   return run_command(tycli_argv(args), home);
 }
 
+std::string read_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
 CommandResult run_command(const std::vector<std::string>& argv, const std::filesystem::path& home) {
   return run_command(argv, home, Launch{});
 }

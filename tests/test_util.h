@@ -37,6 +37,9 @@ struct CommandResult {
 // PATH from the test's own environment. Returns what it did.
 CommandResult run_tycli(const std::vector<std::string>& args, const std::filesystem::path& home);
 
+// The whole content of a file ("" when it cannot be read).
+std::string read_file(const std::filesystem::path& path);
+
 // Runs any program (found on PATH) the same way.
 CommandResult run_command(const std::vector<std::string>& argv, const std::filesystem::path& home);
 
