@@ -35,19 +35,6 @@ struct AuditArgs {
   long long limit = 100;
 };
 
-// A full id is taken as given (tree-defined tools are not in the registry);
-// anything else resolves like elsewhere, and a prefix the registry does not
-// know may be one of a tree-defined revision a call pinned (the short ids
-// these tables print).
-taskyon::Result<std::string> revision_filter(store::Store& st, const std::string& ref) {
-  if (taskyon::json::is_content_id(ref)) return ref;
-  auto rev = st.resolve(ref);
-  if (rev) return rev->id;
-  if (rev.error().code == taskyon::Errc::not_found)
-    if (auto pinned = st.expand_prefix("tasks", ref, "tool_revision"); pinned) return *pinned;
-  return std::unexpected(rev.error());
-}
-
 int audit(Globals& g, const AuditArgs& a) {
   if (a.limit < 0) return report(g, {taskyon::Errc::bad_usage, "--limit is 0 (all) or a positive number", "--limit"});
   store::AuditQuery q;
@@ -60,7 +47,7 @@ int audit(Globals& g, const AuditArgs& a) {
   auto st = open_store(g, StoreUse::read);
   if (!st) return report(g, st.error());
   if (!a.revision.empty()) {
-    auto rev = revision_filter(*st, a.revision);
+    auto rev = st->logged_revision(a.revision);
     if (!rev) return report(g, rev.error());
     q.revision = *rev;
   }
@@ -126,7 +113,7 @@ int sandbox_log(Globals& g, const LogArgs& a) {
   if (!st) return report(g, st.error());
   std::optional<std::string> revision;
   if (!a.revision.empty()) {
-    auto rev = revision_filter(*st, a.revision);
+    auto rev = st->logged_revision(a.revision);
     if (!rev) return report(g, rev.error());
     revision = *rev;
   }

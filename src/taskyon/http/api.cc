@@ -220,14 +220,10 @@ struct Api {
       q.since = *parsed;
     }
     return core.with_store([&](store::Store& store) {
-      if (auto rev = r.query_value("revision")) {
-        if (json::is_content_id(*rev)) {
-          q.revision = *rev;
-        } else {
-          auto resolved = store.resolve(*rev);
-          if (!resolved) return error(resolved.error());
-          q.revision = resolved->id;
-        }
+      if (auto rev = r.query_value("revision")) {  // as `tycli audit --revision` (Store::logged_revision)
+        auto resolved = store.logged_revision(*rev);
+        if (!resolved) return error(resolved.error());
+        q.revision = *resolved;
       }
       auto rows = store::query_audit(store, q);
       if (!rows) return error(rows.error());

@@ -319,6 +319,16 @@ Result<std::string> Store::expand_prefix(std::string_view table, std::string_vie
   return ids.front();
 }
 
+Result<std::string> Store::logged_revision(std::string_view ref) {
+  if (json::is_content_id(ref)) return std::string(ref);
+  auto rev = resolve(ref);
+  if (rev) return rev->id;
+  if (rev.error().code == Errc::not_found)
+    if (auto pinned = expand_prefix("tasks", ref, "tool_revision"); pinned || pinned.error().code == Errc::ambiguous)
+      return pinned;
+  return std::unexpected(rev.error());
+}
+
 Result<RevisionRecord> Store::revision(std::string_view id) {
   auto stmt = database().prepare(
       "SELECT r.id, r.name, r.definition, r.created_at, t.trusted_by, t.trusted_at, t.reason "

@@ -160,6 +160,13 @@ class Store {
   // digits, not_found for none, ambiguous (listing up to 11 candidates) for several.
   Result<std::string> expand_prefix(std::string_view table, std::string_view ref, std::string_view column = "id");
 
+  // The revision a filter of the logs (audit, sandbox log) names: a full id
+  // as given (a tree-defined tool is in no registry table); else resolve()'s
+  // answer; else, when resolve() finds nothing, the revision a stored call
+  // pinned that `ref` is a prefix of (the short ids the log tables print).
+  // Errors: resolve()'s; Errc::ambiguous from the pinned revisions.
+  Result<std::string> logged_revision(std::string_view ref);
+
  private:
   struct Connections;
   Store(sql::Database db, sql::Access access);
