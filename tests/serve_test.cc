@@ -39,10 +39,13 @@ std::string slurp(const std::filesystem::path& p) {
 // One `tycli serve` process in its own TASKYON_HOME.
 class Served {
  public:
-  Served(const testing::TempDir& home, std::vector<std::string> extra = {}) : home_(home) {
+  // `extra`: global options (before `serve`); `serve_args`: serve's own (after it).
+  Served(const testing::TempDir& home, std::vector<std::string> extra = {}, std::vector<std::string> serve_args = {})
+      : home_(home) {
     std::vector<std::string> args = {"--json"};
     args.insert(args.end(), extra.begin(), extra.end());
     args.push_back("serve");
+    args.insert(args.end(), serve_args.begin(), serve_args.end());
     log_ = (home.path() / "serve.log").string();
     pid_ = testing::spawn_tycli(args, home.path(), log_);
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(15);
@@ -53,6 +56,7 @@ class Served {
         if (v && v->is_object() && v->contains("port")) {
           port_ = (*v)["port"].get<int>();
           token_file_ = (*v)["tokenFile"].get<std::string>();
+          if (v->contains("pageUrl")) page_url_ = (*v)["pageUrl"].get<std::string>();
         }
       }
       if (port_ == 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -78,6 +82,7 @@ class Served {
   int port() const { return port_; }
   const std::string& token() const { return token_; }
   const std::string& token_file() const { return token_file_; }
+  const std::string& page_url() const { return page_url_; }
   std::string log() const { return slurp(log_); }
 
   std::unique_ptr<httplib::Client> client() const {
@@ -98,7 +103,7 @@ class Served {
 
  private:
   const testing::TempDir& home_;
-  std::string log_, token_file_, token_;
+  std::string log_, token_file_, token_, page_url_;
   int pid_ = -1;
   int port_ = 0;
 };
@@ -182,6 +187,88 @@ TEST_F(Serve, H2AForeignOriginOrHostGets403AndChangesNothing) {
   // The server's own origin, by either name, is admitted.
   EXPECT_EQ(s.post("/v1/tools", upper.dump(), s.auth({{"Origin", "http://localhost:" + port}}))->status, 201);
   EXPECT_EQ(s.get("/v1/tools", s.auth({{"Host", "localhost:" + port}}))->status, 200);
+}
+
+// `--page DIR` (http/page.h): a browser host page's files under /page/TOKEN/,
+// the token in the path (a browser cannot add a header to a page load), and
+// nothing else opened by it: only GET/HEAD, only that token, only regular
+// files inside DIR with a served type, never hidden ones or a symlink's way out.
+TEST_F(Serve, APageDirIsServedUnderTheTokenPathAndNothingElse) {
+  namespace fs = std::filesystem;
+  const fs::path page = home.path() / "page";
+  fs::create_directories(page / "app");
+  fs::create_directories(page / "dir.json");
+  std::ofstream(page / "index.html") << "<h1>host page</h1>";
+  std::ofstream(page / "app" / "main.js") << "export const x = 1;";
+  std::ofstream(page / "data.json") << "{\"inside\":true}";
+  std::ofstream(page / "secret.db") << "SECRET";
+  std::ofstream(page / ".hidden.json") << "{\"hidden\":\"SECRET\"}";
+  std::ofstream(home.path() / "outside.json") << "{\"outside\":\"SECRET\"}";
+  fs::create_symlink(home.path() / "outside.json", page / "link.json");
+  fs::create_symlink(page / "data.json", page / "inner.json");
+
+  Served s(home, {}, {"--page", page.string(), "--page-start", "index.html"});
+  ASSERT_TRUE(s.up()) << s.log();
+  const std::string prefix = "/page/" + s.token() + "/";
+  EXPECT_EQ(s.page_url(), "http://127.0.0.1:" + std::to_string(s.port()) + prefix + "index.html");
+  const httplib::Headers none;
+
+  auto index = s.get(prefix + "index.html", none);
+  ASSERT_TRUE(index);
+  EXPECT_EQ(index->status, 200);
+  EXPECT_EQ(index->body, "<h1>host page</h1>");
+  EXPECT_EQ(index->get_header_value("Content-Type"), "text/html; charset=utf-8");
+  EXPECT_EQ(index->get_header_value("Referrer-Policy"), "no-referrer");  // the token never leaves in a Referer
+  EXPECT_EQ(index->get_header_value("X-Content-Type-Options"), "nosniff");
+  EXPECT_THAT(index->get_header_value("Content-Security-Policy"), HasSubstr("frame-ancestors 'none'"));
+  auto js = s.get(prefix + "app/main.js", none);
+  EXPECT_EQ(js->status, 200);
+  EXPECT_EQ(js->get_header_value("Content-Type"), "text/javascript; charset=utf-8");
+  EXPECT_EQ(s.get(prefix + "inner.json", none)->body, "{\"inside\":true}");  // a symlink that stays inside
+  EXPECT_EQ(s.client()->Head((prefix + "data.json").c_str())->status, 200);
+
+  for (const std::string rel : {"secret.db", ".hidden.json", "link.json", "dir.json", "../outside.json",
+                                "%2e%2e/outside.json", "app/../data.json", "", "missing.json", "app//main.js",
+                                "data.json%00.html", "app%2f..%2f..%2foutside.json"}) {
+    auto r = s.get(prefix + rel, none);
+    ASSERT_TRUE(r) << rel;
+    EXPECT_EQ(r->status, 404) << rel;
+    EXPECT_THAT(r->body, ::testing::Not(HasSubstr("SECRET"))) << rel;
+  }
+  // Only the server's token opens the page, and a right header does not stand in for it.
+  const std::vector<std::string> bad_paths = {"/page/" + std::string(64, '0') + "/index.html",
+                                              "/page/" + s.token() + "0/index.html",
+                                              "/page/" + s.token().substr(1) + "/index.html", "/page/index.html"};
+  for (const std::string& bad : bad_paths) {
+    auto r = s.get(bad, s.auth());
+    ASSERT_TRUE(r) << bad;
+    EXPECT_EQ(r->status, 401) << bad;
+    EXPECT_THAT(r->body, ::testing::Not(HasSubstr("host page"))) << bad;
+  }
+  // The path token opens nothing but these files: not the API, not a write.
+  auto api = s.get(prefix + "../../v1/tools", none);
+  EXPECT_EQ(api->status, 404);
+  EXPECT_EQ(s.get("/v1/tools?p=" + prefix, none)->status, 401);
+  auto post = s.post(prefix + "index.html", upper.dump(), none);
+  EXPECT_EQ(post->status, 405);
+  EXPECT_EQ(cli_json({"tool", "list"}), Value::array());
+  // H2 holds for the page too.
+  EXPECT_EQ(s.get(prefix + "index.html", {{"Origin", "http://evil.example"}})->status, 403);
+  EXPECT_EQ(s.get(prefix + "index.html", {{"Host", "evil.example:" + std::to_string(s.port())}})->status, 403);
+}
+
+TEST_F(Serve, WithoutPageThereIsNoPageAndABadPageDirIsRefused) {
+  {
+    Served s(home);
+    ASSERT_TRUE(s.up()) << s.log();
+    EXPECT_TRUE(s.page_url().empty());
+    EXPECT_EQ(s.get("/page/" + s.token() + "/index.html", httplib::Headers{})->status, 404);
+  }
+  auto r = tycli({"serve", "--page", (home.path() / "no-such-dir").string()});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_THAT(r.err, HasSubstr("--page"));
+  EXPECT_THAT(r.err, HasSubstr("not a directory"));
+  EXPECT_FALSE(std::filesystem::exists(home.path() / "serve.token"));
 }
 
 TEST_F(Serve, OversizedBodiesGet413AndUnknownPaths404InTheErrorShape) {

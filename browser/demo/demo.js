@@ -9,12 +9,12 @@ import { loadCore } from '../core/load.mjs';
 import { wasmDecider } from '../core/policy.mjs';
 
 const $ = (id) => /** @type {HTMLElement} */ (document.getElementById(id));
-const loaded = /** @type {any} */ (await loadCore('/build-wasm/taskyon_core.wasm'));  // {ok, core, bytes} | {ok: false, reason}
+const loaded = /** @type {any} */ (await loadCore(new URL('../../build-wasm/taskyon_core.wasm', import.meta.url).href));  // {ok, core, bytes} | {ok: false, reason}
 const core = loaded.ok ? loaded.core : null;
 const decide = core ? wasmDecider(core) : refuseAll;
 
 // The counter is examples/tools/counter.json as `tycli tool install` reads it; v2 the same with another code (its default step 10).
-const counterV1 = await fetch('/examples/tools/counter.json', { cache: 'no-store' }).then((r) => r.json());
+const counterV1 = await fetch(new URL('../../examples/tools/counter.json', import.meta.url), { cache: 'no-store' }).then((r) => r.json());
 const counterV2 = { ...counterV1, code: counterV1.code.replace('step = 1', 'step = 10') };
 const FETCHER = 'async ({u}) => { try { const r = await fetch(u); return "HTTP " + r.status + ": " + (await r.text()).slice(0, 80); } catch (e) { return e.name + " " + (e.code || "") + ": " + e.message; } }';
 const STUCK = '() => { while (true) {} }';
@@ -42,14 +42,19 @@ $('ids-out').textContent = core
     `counter v2 ${REV.v2}`, `fetcher    ${FETCHER_REV}`].join('\n')
   : `no wasm core: ${loaded.reason}; ids are labels and direct mode refuses every fetch`;
 
-// Strict mode: #token=<tycli serve's token>&tool=<a tool installed on the server> (default fetcher);
-// the page runs that tool's stored revision and code, and shows the server's audit rows.
+// Strict mode: the page runs a tool installed on the server (#tool=NAME, default fetcher) from its
+// stored revision and code, and shows the server's audit rows. The server's token: served by
+// `tycli serve --page` (docs/serve.md), it is in the page's own path, /page/<token>/…, and the API
+// is this origin's /v1; served by browser/demo/serve.mjs, it is #token=<token>, and the API is
+// behind that server's /serve relay.
 const params = new URLSearchParams(location.hash.slice(1));
-const token = params.get('token') || '';
+const servedBy = /^\/page\/([0-9a-f]{64})\//.exec(location.pathname);
+const token = servedBy ? servedBy[1] : params.get('token') || '';
+const apiBase = servedBy ? '' : '/serve';
 const serverToolName = params.get('tool') || 'fetcher';
 /** @type {{revision: string, code: string} | null} */
 let serverTool = null;
-const api = (path) => fetch('/serve' + path, { headers: { Authorization: 'Bearer ' + token }, cache: 'no-store' })
+const api = (path) => fetch(apiBase + path, { headers: { Authorization: 'Bearer ' + token }, cache: 'no-store' })
   .then(async (r) => { const j = await r.json(); if (!r.ok) throw new Error(j.error ? j.error.code + ': ' + j.error.message : 'HTTP ' + r.status); return j; });
 let active = 'v1';
 const counterLines = [];
@@ -57,7 +62,7 @@ let host = makeHost(false);
 const hosts = new Set([host]);
 
 function makeHost(strict) {
-  return new SandboxHost(strict ? { egress: { endpoint: '/serve/v1/fetch', token } } : { decide });
+  return new SandboxHost(strict ? { egress: { endpoint: apiBase + '/v1/fetch', token } } : { decide });
 }
 
 function render() {
@@ -100,7 +105,7 @@ $('stuck').onclick = async () => {
 $('strict').onchange = () => {
   const strict = /** @type {HTMLInputElement} */ ($('strict')).checked;
   if (strict && !/^[0-9a-f]{64}$/.test(token)) {
-    $('fetch-out').textContent = 'strict mode needs the server token: open this page with #token=<tycli serve token>';
+    $('fetch-out').textContent = 'strict mode needs the server token: open the page URL tycli serve --page prints, or this page with #token=<tycli serve token>';
     /** @type {HTMLInputElement} */ ($('strict')).checked = false;
     return;
   }

@@ -4,7 +4,7 @@
 // browser/ through the checks' page server; with --tycli also a real `tycli serve` in a
 // temporary TASKYON_HOME (browser/tests/strict.mjs: tool `getter` granted read on an HTTPS
 // upstream on loopback) behind the page server's /serve/* relay, and the printed URL carries
-// its token for the strict-mode toggle. `tycli serve` does not serve the page itself yet.
+// its token for the strict-mode toggle. `tycli serve --page` serves the page itself (docs/serve.md "The page").
 import { listen, startHostServer } from '../tests/servers.mjs';
 import { startStrict } from '../tests/strict.mjs';
 

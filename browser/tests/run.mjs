@@ -912,6 +912,25 @@ const checks = [
     expect(strict.upstreamLog.length === 0, 'the upstream saw ' + strict.upstreamLog.length);
     return `wrong token: ${wrong.value.error}; from the page's origin straight to the server: ${cross.value.error}; upstream 0`;
   }],
+
+  ['B8', 'page_served_by_tycli_serve', 'tycli serve --page serves the host page under /page/<token>/: a strict host there needs no relay, and tool code sees nothing of the token in the page\'s URL', async (env) => {
+    const { page } = env;
+    const s = await strictEnv();
+    await page.goto(s.pageUrl);
+    await page.waitForFunction(() => window.taskyonReady === true);
+    expect(await page.evaluate((t) => location.pathname.includes(t), s.token), 'the page URL does not carry the token: ' + s.pageUrl);
+    await strictHost(page, s, '/v1/fetch');
+    strict.upstreamLog.length = 0;
+    const r = await call(page, { tool: 'getter', revision: s.revisions.getter, code: STRICT_CODE, args: { u: s.origin + '/served-page' } });
+    expect(r.ok && r.value.status === 200 && JSON.parse(r.value.body).path === '/served-page', 'the call gave ' + JSON.stringify(r.value ?? r.error));
+    const PEEK = `() => JSON.stringify({ href: String(self.location), origin: self.origin, name: self.name,
+      doc: typeof document === 'object' ? [document.URL, document.baseURI, document.referrer] : null })`;
+    const seen = await call(page, { tool: 'other', revision: s.revisions.other, code: PEEK, args: {} });
+    expect(seen.ok && typeof seen.value === 'string', 'the peek gave ' + JSON.stringify(seen.error));
+    expect(!seen.value.includes(s.token) && !seen.value.includes('/page/'), 'tool code saw the page URL: ' + seen.value);
+    expect(strict.upstreamLog.length === 1, 'the upstream saw ' + strict.upstreamLog.length);
+    return `the page at /page/<token>/tests/page.html, strict fetch through its own origin's /v1/fetch: 200; tool code saw ${seen.value}`;
+  }],
 ];
 
 // Browser Python (B6, B7): python_checks.mjs; a fifth element names a group that shares one page.

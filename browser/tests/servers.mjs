@@ -24,7 +24,7 @@ export function listen(server) {
 
 // relay (the B8 checks only): requests under `/serve/` are passed to `tycli serve` on
 // 127.0.0.1:relay.port() as a same-origin server would get them — the server's own
-// Host, no Origin — because `tycli serve` does not serve the page yet (docs/browser.md).
+// Host, no Origin (B8.page_served_by_tycli_serve uses `tycli serve --page` itself instead).
 export function startHostServer({ relay = null } = {}) {
   const server = http.createServer((req, res) => {
     const url = new URL(req.url, 'http://x');

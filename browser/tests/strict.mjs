@@ -7,7 +7,11 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { spawn, spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { listen } from './servers.mjs';
+
+// browser/: served by the server itself too (`--page`), the checks' host page at tests/page.html.
+const BROWSER_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
 // The tool code the browser runs in strict mode (also the installed revisions' code).
 export const STRICT_CODE = `async ({u, method = 'GET'}) => {
@@ -18,7 +22,7 @@ export const STRICT_CODE = `async ({u, method = 'GET'}) => {
 /**
  * Starts it all. Tools `getter` (granted read on the upstream's origin) and `other` (no grant).
  * @param {string} tycli the binary
- * @returns {Promise<{home: string, port: number, token: string, origin: string, revisions: Record<string, string>,
+ * @returns {Promise<{home: string, port: number, token: string, pageUrl: string, origin: string, revisions: Record<string, string>,
  *   upstreamLog: object[], cli: (args: string[]) => any, stop: () => Promise<void>}>}
  */
 export async function startStrict(tycli) {
@@ -61,7 +65,7 @@ export async function startStrict(tycli) {
     }
     cli(['grant', 'fetch', 'getter', origin, '--access', 'read']);
     serve = spawn(tycli, ['--json', '--fetch-allow-cidr', '127.0.0.1/32', '--fetch-ca-file', path.join(dir, 'cert.pem'),
-      'serve', '--port', '0'], { env: { ...process.env, TASKYON_HOME: home }, stdio: ['ignore', 'pipe', 'pipe'] });
+      'serve', '--port', '0', '--page', BROWSER_ROOT, '--page-start', 'tests/page.html'], { env: { ...process.env, TASKYON_HOME: home }, stdio: ['ignore', 'pipe', 'pipe'] });
     let err = '';
     serve.stderr.on('data', (d) => { err += d; });
     const first = await new Promise((resolve, reject) => {
@@ -72,7 +76,7 @@ export async function startStrict(tycli) {
     });
     const where = JSON.parse(first);
     const token = fs.readFileSync(where.tokenFile, 'utf8').trim();
-    return { home, port: where.port, token, origin, revisions, upstreamLog, cli, stop };
+    return { home, port: where.port, token, pageUrl: where.pageUrl, origin, revisions, upstreamLog, cli, stop };
   } catch (e) {
     await stop();
     throw e;

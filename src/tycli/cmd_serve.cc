@@ -1,4 +1,4 @@
-// tycli serve [--port N] [--token-file PATH] [--print-token]: the long-lived
+// tycli serve [--port N] [--token-file PATH] [--print-token] [--page DIR]: the long-lived
 // host over HTTP on 127.0.0.1 (DESIGN §8; docs/serve.md). The transport and
 // its H1/H2 rules are taskyon/http/server.h, the /v1 API taskyon/http/api.h.
 #include <algorithm>
@@ -13,6 +13,7 @@
 #include "taskyon/host/host.h"
 #include "taskyon/http/api.h"
 #include "taskyon/http/mcp_http.h"
+#include "taskyon/http/page.h"
 #include "taskyon/http/server.h"
 #include "taskyon/sandbox/runtime.h"
 
@@ -29,6 +30,8 @@ struct ServeArgs {
   std::string js_runtime;
   long long memory_budget_mib = -1;
   long long max_sandboxes = 0;  // 0: the pool's default (sandbox::RuntimeConfig::max_live)
+  std::string page_root;        // --page: a browser host page's files under /page/TOKEN/ (http/page.h)
+  std::string page_start = "index.html";
 };
 
 taskyon::Result<std::string> store_path(const Globals& g) {
@@ -81,6 +84,14 @@ int serve(Globals& g, const ServeArgs& a) {
   options.threads = static_cast<std::size_t>(a.max_concurrent_calls) + 12;
   auto server = taskyon::http::Server::bind(options);
   if (!server) return report(g, server.error());
+  std::string page_url;
+  if (!a.page_root.empty()) {
+    if (auto mounted = taskyon::http::mount_page(**server, a.page_root); !mounted) {
+      std::filesystem::remove(token_file, ec);
+      return report(g, mounted.error());
+    }
+    page_url = (*server)->url() + taskyon::http::page_prefix(*token) + a.page_start;
+  }
 
   taskyon::http::ApiOptions api;
   api.db_path = *db;
@@ -94,10 +105,12 @@ int serve(Globals& g, const ServeArgs& a) {
   if (g.json) {
     taskyon::json::Value ready = {{"url", (*server)->url()}, {"port", (*server)->port()}, {"tokenFile", token_file}};
     if (a.print_token) ready["token"] = *token;
+    if (!page_url.empty()) ready["pageUrl"] = page_url;
     print_json(ready);
   } else {
     std::cout << fmt::format("listening on {}\ntoken file {}\n", (*server)->url(), token_file);
     if (a.print_token) std::cout << "token " << *token << "\n";
+    if (!page_url.empty()) std::cout << "page " << page_url << "\n";
   }
   std::cout.flush();
 
@@ -136,6 +149,12 @@ void add_serve_command(CLI::App& app, Globals& g) {
   c->add_option("--max-sandboxes", a->max_sandboxes,
                 "retained sandboxes alive at once, one per (revision, session) (default 16; past it the least "
                 "recently used idle one is destroyed)");
+  c->add_option("--page", a->page_root,
+                "serve a browser host page's files from DIR under /page/TOKEN/ and print its URL, which carries the "
+                "token (docs/serve.md)")
+      ->type_name("DIR");
+  c->add_option("--page-start", a->page_start, "the file under --page whose URL is printed (default index.html)")
+      ->type_name("PATH");
   c->callback([&g, a] { g.exit_code = guarded(g, [&] { return serve(g, *a); }); });
 }
 

@@ -28,6 +28,8 @@ namespace {
 
 using ascii::iequals;
 
+constexpr std::string_view kPagePath = "/page/";  // page.h: /page/TOKEN/REL
+
 void set_error(httplib::Response& res, int status, std::string_view code, std::string_view message) {
   const Response r = Response::error(status, code, message);
   res.status = r.status;
@@ -184,6 +186,19 @@ struct Server::Impl {
     if (req.has_header("Origin") &&
         (req.get_header_value_count("Origin") != 1 || !own_origin(req.get_header_value("Origin"))))
       return refuse(403, "forbidden_origin", "H2: requests from another origin are refused");
+    // H1 for the page (page.h): a load under /page/TOKEN/ carries the token in
+    // its path, since a browser cannot add a header to it; only that token
+    // counts there, and only GET/HEAD read it.
+    if (req.path.starts_with(kPagePath)) {
+      const std::string_view rest = std::string_view(req.path).substr(kPagePath.size());
+      const std::size_t slash = rest.find('/');
+      if (slash == std::string_view::npos || slash != options.token.size() ||
+          CRYPTO_memcmp(rest.data(), options.token.data(), slash) != 0)
+        return refuse(401, "unauthorized", "H1: this page URL does not carry the server's token");
+      if (req.method != "GET" && req.method != "HEAD")
+        return refuse(405, "method_not_allowed", "the page is read with GET only");
+      return R::Unhandled;
+    }
     if (req.get_header_value_count("Authorization") != 1 ||
         !bearer_matches(req.get_header_value("Authorization"), options.token)) {
       res.set_header("WWW-Authenticate", "Bearer");

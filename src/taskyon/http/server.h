@@ -5,6 +5,7 @@
 //       an `Origin`, when present, must be "http://127.0.0.1:PORT" or
 //       "http://localhost:PORT" (no DNS rebinding of a local server)  -> 403 forbidden_origin / forbidden_host
 //   H1  `Authorization: Bearer TOKEN`, compared in constant time        -> 401 unauthorized
+//       (under /page/: the token in the path instead, GET/HEAD only, page.h) -> 401 / 405
 //   size a body over Options::max_body_bytes                              -> 413 too_large
 // A refused request reaches no handler: it changes nothing and its answer
 // names only the rule. Unknown paths are 404 not_found. Error bodies are
