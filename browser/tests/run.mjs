@@ -939,6 +939,17 @@ checks.push(...pythonChecks({ expect, hostLog, destroyed, canaryLog, sleep, rend
 // The wasm core in the host page (issue 14): its policy and ids against native (wasm_checks.mjs); SKIP while unbuilt.
 checks.push(...wasmChecks({ expect, canaryLog, Skip, tycli: TYCLI, call }));
 
+// Contracts of the CLI's runtimes, named as `tycli diagnostics` names them: no browser
+// counterpart, so each reports SKIP with the reason instead of being left out unsaid.
+for (const [id, name, why] of [
+  ['N1', 'node_is_the_default_runtime', 'the browser runs JavaScript in its own worker, not in Node or Deno (tycli diagnostics checks it)'],
+  ['N2', 'deno_only_when_selected_and_installed', 'there is no Deno in the browser (tycli diagnostics checks it)'],
+  ['N4', 'deno_has_no_permissions', 'there is no Deno in the browser (tycli diagnostics checks it)'],
+  ['P1', 'python_offered_only_when_detected', 'native Python is the CLI\'s; browser Python is Pyodide from verified bytes (B6, B7)'],
+  ['P2', 'python_needs_session_approval', 'native Python is the CLI\'s; browser Python is ordinary sandboxed code (B6, B7)'],
+  ['P3', 'never_loads_pyodide', 'the CLI\'s rule; in the browser Pyodide is the Python runtime, from verified bytes (B6)'],
+]) checks.push([id, name, `CLI-only contract: ${why}`, async () => { throw new Skip(`CLI-only: ${why}`); }]);
+
 // ---------------------------------------------------------------- main
 
 const selected = checks.filter(([id, name]) => {
