@@ -16,6 +16,7 @@ packages=(
   libidn2-dev                              # fetch policy: IDNA (UTS #46) host names
   libcurl4-openssl-dev                     # fetch: the mediated request
   libcpp-httplib-dev                       # tycli serve: the HTTP server (loopback / unix socket)
+  libarchive-dev                           # tycli module add: npm pack tarballs (.tgz) read by libarchive
   libgtest-dev libgmock-dev libbenchmark-dev  # tests and benchmarks
   python3                                  # executePython: the native Python tool (P1)
   bubblewrap                               # executePython --python-isolation strict: minimal-root bwrap
