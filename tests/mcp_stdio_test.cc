@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -195,6 +196,39 @@ TEST_F(McpStdio, InspectorCliListsTheTools) {
   std::vector<std::string> names;
   for (const auto& t : out["tools"]) names.push_back(t["name"].get<std::string>());
   EXPECT_EQ(names, (std::vector<std::string>{"chatty", "counter", "fails", "stuck", "uppercase"})) << r.out;
+}
+
+// A client that writes its requests and closes stdin at once (`printf … |
+// tycli mcp`) still gets every answer: EOF ends the session only after the
+// calls already received have answered, each within its own timeout.
+TEST(McpStdioEof, CallsReceivedBeforeStdinClosesStillAnswer) {
+  TempDir home;
+  install(home, "late", js_tool("late", "async ({input}) => { await new Promise((r) => setTimeout(r, 300)); "
+                                        "return 'late ' + input; }"));
+  install(home, "stuck", js_tool("stuck", "async () => { await new Promise(() => {}); }"));
+  const std::string init =
+      R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},)"
+      R"("clientInfo":{"name":"printf","version":"1"}}})";
+  const std::string ready = R"({"jsonrpc":"2.0","method":"notifications/initialized"})";
+  const std::string late = R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"late","arguments":{"input":"x"}}})";
+  const std::string stuck = R"({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"stuck","arguments":{}}})";
+  auto r = run_command({"sh", "-c", "printf '%s\\n' \"$1\" \"$2\" \"$3\" \"$4\" | \"$5\" mcp --timeout 800", "sh", init,
+                        ready, late, stuck, TYCLI_PATH},
+                       home.path());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  Value answers = Value::object();
+  std::istringstream lines(r.out);
+  for (std::string line; std::getline(lines, line);) {
+    auto v = Value::parse(line, nullptr, false);
+    if (v.is_object() && v.contains("id")) answers[v["id"].dump()] = v;
+  }
+  ASSERT_TRUE(answers.contains("2")) << r.out << r.err;
+  EXPECT_EQ(structured(answers["2"]["result"]).dump(), Value({{"result", "late x"}}).dump()) << answers["2"].dump();
+  // The stuck call ends at its own timeout, as an error result the client reads, not a silent cancel.
+  ASSERT_TRUE(answers.contains("3")) << r.out << r.err;
+  EXPECT_EQ(answers["3"]["result"]["isError"], true) << answers["3"].dump();
+  EXPECT_EQ(answers["3"]["result"]["_meta"]["taskyon/status"], "timeout") << answers["3"].dump();
+  EXPECT_NE(r.err.find("stdin closed; finishing 2 running call(s)"), std::string::npos) << r.err;
 }
 
 }  // namespace

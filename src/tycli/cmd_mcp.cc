@@ -1,9 +1,10 @@
 // tycli mcp: the long-lived host (taskyon/host) as an MCP server over stdio
 // (taskyon/mcp/server.h, docs/mcp.md). Newline-delimited JSON-RPC 2.0 on
 // stdin/stdout; stdout carries nothing but protocol messages, diagnostics go
-// to stderr. One stdio connection is one session (H3). stdin EOF, SIGINT,
-// SIGTERM or SIGHUP end it cleanly: running calls are cancelled and stored as
-// Cancelled, every sandbox destroyed and written to the sandbox log.
+// to stderr. One stdio connection is one session (H3). stdin EOF ends it once
+// the calls already received have answered; SIGINT, SIGTERM or SIGHUP end it
+// at once: running calls are cancelled and stored as Cancelled. Either way
+// every sandbox is destroyed and written to the sandbox log.
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -109,6 +110,7 @@ int serve_stdio(Globals& g, const McpArgs& a) {
                              connection.session());
     taskyon::LineReader reader(taskyon::mcp::kMaxMessageBytes + 1);
     std::string chunk(64 * 1024, '\0');
+    bool stdin_closed = false;
     for (;;) {
       pollfd fds[2] = {{STDIN_FILENO, POLLIN, 0}, {wake[0], POLLIN, 0}};
       if (::poll(fds, 2, -1) < 0) {
@@ -119,7 +121,10 @@ int serve_stdio(Globals& g, const McpArgs& a) {
       if (!fds[0].revents) continue;
       const ssize_t n = ::read(STDIN_FILENO, chunk.data(), chunk.size());
       if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-      if (n <= 0) break;  // EOF: the client is gone
+      if (n <= 0) {  // EOF (or a read error): no more requests
+        stdin_closed = true;
+        break;
+      }
       if (!reader.feed(std::string_view(chunk.data(), static_cast<std::size_t>(n)))) {
         std::cerr << fmt::format("tycli mcp: a message longer than {} bytes; closing\n",
                                  taskyon::mcp::kMaxMessageBytes);
@@ -131,6 +136,18 @@ int serve_stdio(Globals& g, const McpArgs& a) {
         connection.receive(*line);
       }
       if (stdout_gone) break;
+    }
+    // Closed stdin ends the session, but the calls it already sent still
+    // answer (each within its own timeout) before the session closes: a
+    // client that writes its requests and closes its end (`printf … | tycli
+    // mcp`) loses nothing. A signal, or stdout gone, cancels them instead.
+    if (stdin_closed && !stdout_gone && connection.running_calls() > 0) {
+      std::cerr << fmt::format("tycli mcp: stdin closed; finishing {} running call(s) first (a signal cancels them)\n",
+                               connection.running_calls());
+      while (connection.running_calls() > 0 && !stdout_gone) {
+        pollfd wait_signal{wake[0], POLLIN, 0};
+        if (::poll(&wait_signal, 1, 20) > 0) break;
+      }
     }
     connection.close();  // H5: running calls cancelled (stored as Cancelled), the session's sandboxes destroyed
   }
