@@ -45,6 +45,30 @@ TEST(SchemaWords, MissingUnknownEnumAndPatternAreNamed) {
   EXPECT_NE(code.find("/code: does not match the pattern \"^[a-z]+$\""), std::string::npos) << code;
 }
 
+TEST(SchemaWords, BoundsNameTheSchemasNumberAndWhatCame) {
+  constexpr const char* schema = R"({"type": "object", "properties": {
+    "days": {"type": "integer", "minimum": 1, "maximum": 14}, "t": {"type": "number", "exclusiveMaximum": 0.5},
+    "u": {"type": "number", "exclusiveMinimum": 2}, "step": {"type": "number", "multipleOf": 0.25},
+    "city": {"type": "string", "minLength": 2, "maxLength": 5},
+    "tags": {"type": "array", "minItems": 1, "maxItems": 2}, "o": {"type": "object", "maxProperties": 1}}})";
+  const auto says = [&](const char* args, const std::string& words) {
+    const std::string m = message_for(schema, args);
+    EXPECT_NE(m.find(words), std::string::npos) << m;
+    EXPECT_EQ(m.find(".000000"), std::string::npos) << m;
+  };
+  says(R"({"days": 20})", "/days: must be at most 14, got 20");
+  says(R"({"days": 0})", "/days: must be at least 1, got 0");
+  says(R"({"t": 0.5})", "/t: must be less than 0.5, got 0.5");
+  says(R"({"u": 2})", "/u: must be greater than 2, got 2");
+  says(R"({"step": 0.3})", "/step: must be a multiple of 0.25, got 0.3");
+  // Lengths count code points (draft-07 §6.3.1): "ü" is one character, two bytes.
+  says(R"({"city": "ü"})", "/city: must be at least 2 characters long, got 1");
+  says(R"({"city": "Zürich"})", "/city: must be at most 5 characters long, got 6");
+  says(R"({"tags": []})", "/tags: must have at least 1 item, got 0");
+  says(R"({"tags": [1, 2, 3]})", "/tags: must have at most 2 items, got 3");
+  says(R"({"o": {"a": 1, "b": 2}})", "/o: must have at most 1 property, got 2");
+}
+
 TEST(SchemaWords, WhereTheSchemaCannotBeFollowedTheValueIsStillNamed) {
   // Through $ref the subschema is not looked up; the message still says what came.
   const std::string m = message_for(R"({"type": "object", "properties": {"a": {"$ref": "#/$defs/n"}},

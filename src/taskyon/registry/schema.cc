@@ -359,12 +359,15 @@ Cache& cache() {
   return *c;
 }
 
-// `parameters`: the schema `compiled` was built from, for plain-words messages (schema_words.h).
-Result<void> validate_compiled(Compiled& compiled, const json::Value& parameters, const json::Value& arguments) {
+// `parameters`: the schema `compiled` was built from, for plain-words messages
+// (schema_words.h); `as_given`: the arguments as the caller gave them, for the
+// values those messages show (null: `arguments`, which may be widened).
+Result<void> validate_compiled(Compiled& compiled, const json::Value& parameters, const json::Value& arguments,
+                               const json::Value* as_given = nullptr) {
   if (has_huge_unsigned(arguments)) {
     json::Value a = arguments;
     widen_huge_unsigned(a);
-    return validate_compiled(compiled, parameters, a);
+    return validate_compiled(compiled, parameters, a, &arguments);
   }
   valijson::Validator validator;
   valijson::ValidationResults results;
@@ -398,7 +401,7 @@ Result<void> validate_compiled(Compiled& compiled, const json::Value& parameters
     if (first.empty()) first = where;
     const auto parts = words::path_parts(error.context);
     message += fmt::format(" {}: {};", where,
-                           words::plain(error.description, words::value_at(arguments, parts),
+                           words::plain(error.description, words::value_at(as_given ? *as_given : arguments, parts),
                                         words::schema_at(parameters, parts)));
   }
   message.pop_back();

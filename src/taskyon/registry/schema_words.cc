@@ -50,6 +50,24 @@ std::string shown(const json::Value& v) {
   return text;
 }
 
+// Unicode code points of UTF-8 text: what JSON Schema's minLength/maxLength
+// count (draft-07 validation §6.3.1), not bytes.
+std::size_t code_points(const std::string& text) {
+  std::size_t n = 0;
+  for (unsigned char c : text) n += (c & 0xC0) != 0x80;
+  return n;
+}
+
+// What valijson's size messages counted, for "got …": characters, items or
+// properties of `value`; empty when `value` is not of that kind.
+std::string size_of(const json::Value* value, std::string_view unit) {
+  if (value == nullptr) return {};
+  if (unit == "characters" && value->is_string()) return fmt::format(", got {}", code_points(value->get<std::string>()));
+  if (unit == "items" && value->is_array()) return fmt::format(", got {}", value->size());
+  if (unit == "properties" && value->is_object()) return fmt::format(", got {}", value->size());
+  return {};
+}
+
 }  // namespace
 
 std::vector<std::string> path_parts(const std::vector<std::string>& context) {
@@ -132,6 +150,49 @@ std::string plain(const std::string& d, const json::Value* value, const json::Va
     if (const json::Value* p = keyword("pattern"); p && p->is_string())
       return fmt::format("does not match the pattern {}", shown(*p));
     return "does not match the required pattern";
+  }
+  // Bounds (draft-07 validation §6.2, §6.3, §6.4, §6.5): the schema's own
+  // number, not valijson's std::to_string ("14.000000"), and what came.
+  const auto bound = [&](std::initializer_list<const char*> names) -> std::string {
+    for (const char* name : names)
+      if (const json::Value* k = keyword(name); k && k->is_number()) return shown(*k);
+    return {};
+  };
+  const std::string got = value && value->is_number() ? ", got " + shown(*value) : std::string{};
+  struct Bound {
+    std::string_view prefix;
+    const char* words;
+    std::initializer_list<const char*> keywords;
+  };
+  for (const Bound& b : {Bound{"Expected number less than or equal to", "must be at most {}", {"maximum"}},
+                         Bound{"Expected number less than", "must be less than {}", {"exclusiveMaximum", "maximum"}},
+                         Bound{"Expected number greater than or equal to", "must be at least {}", {"minimum"}},
+                         Bound{"Expected number greater than", "must be greater than {}", {"exclusiveMinimum", "minimum"}},
+                         Bound{"Value should be a multiple of", "must be a multiple of {}", {"multipleOf"}}}) {
+    if (!d.starts_with(b.prefix)) continue;
+    const std::string n = bound(b.keywords);
+    if (!n.empty()) return fmt::format(fmt::runtime(b.words), n) + got;
+    break;
+  }
+  struct Size {
+    std::string_view prefix;
+    const char* words;  // "{}" is the bound with its noun: "1 item", "2 items"
+    const char* keyword;
+    std::string_view unit;  // the plural noun; the singular drops its last letter(s)
+  };
+  for (const Size& z : {Size{"String should be no fewer than", "must be at least {} long", "minLength", "characters"},
+                        Size{"String should be no more than", "must be at most {} long", "maxLength", "characters"},
+                        Size{"Array should contain no fewer than", "must have at least {}", "minItems", "items"},
+                        Size{"Array should contain no more than", "must have at most {}", "maxItems", "items"},
+                        Size{"Object should have no fewer than", "must have at least {}", "minProperties", "properties"},
+                        Size{"Object should have no more than", "must have at most {}", "maxProperties", "properties"}}) {
+    if (!d.starts_with(z.prefix)) continue;
+    const std::string n = bound({z.keyword});
+    if (n.empty()) break;
+    const std::string noun = n != "1"                ? std::string(z.unit)
+                             : z.unit == "properties" ? std::string("property")
+                                                      : std::string(z.unit.substr(0, z.unit.size() - 1));
+    return fmt::format(fmt::runtime(z.words), n + " " + noun) + size_of(value, z.unit);
   }
   return d;
 }
