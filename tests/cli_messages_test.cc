@@ -41,6 +41,32 @@ TEST_F(CliMessages, AMistypedCommandIsNamedWithTheNearestOne) {
   EXPECT_NE(far.err.find("the commands of `tycli` are tool, call"), std::string::npos) << far.err;
 }
 
+TEST_F(CliMessages, AMistypedOptionIsNamedWithTheNearestOneAndOtherParseErrorsPointAtHelp) {
+  const auto near = tycli({"call", "--timout", "5", "add"});
+  EXPECT_EQ(near.exit_code, 2);
+  EXPECT_NE(near.err.find("tycli: error: `tycli call` has no option `--timout` (did you mean `--timeout`?)"),
+            std::string::npos)
+      << near.err;
+  // A global option is among the candidates after a subcommand, and `=VALUE` is not part of the name.
+  const auto global = tycli({"tool", "list", "--jsn=1"});
+  EXPECT_NE(global.err.find("has no option `--jsn` (did you mean `--json`?)"), std::string::npos) << global.err;
+  const auto far = tycli({"call", "--frobnicate", "add"});
+  EXPECT_NE(far.err.find("`tycli call` has no option `--frobnicate` (see `tycli call --help`)"), std::string::npos)
+      << far.err;
+  // CLI11's words for the rest, as tycli errors, pointed at the command's help.
+  const auto conversion = tycli({"call", "--timeout", "abc", "add"});
+  EXPECT_EQ(conversion.exit_code, 2);
+  EXPECT_NE(conversion.err.find("tycli: error: Could not convert: --timeout = abc (see `tycli call --help`)"),
+            std::string::npos)
+      << conversion.err;
+  const auto required = tycli({"grant", "fetch", "api", "https://a.example"});
+  EXPECT_EQ(required.exit_code, 2);
+  EXPECT_NE(required.err.find("tycli: error: --access is required (see `tycli grant fetch --help`)"),
+            std::string::npos)
+      << required.err;
+  EXPECT_EQ(required.err.find("Run with --help"), std::string::npos) << required.err;
+}
+
 TEST_F(CliMessages, AMissingCommandListsTheChoices) {
   const auto r = tycli({"chat"});
   EXPECT_EQ(r.exit_code, 2);

@@ -41,6 +41,17 @@ std::string command_path(const CLI::App& app) {
   return fmt::format("{}", fmt::join(parts, " "));
 }
 
+// The long options ("--json") of `app` and of the commands above it (an
+// option of a parent is accepted after a subcommand too), without --help.
+std::vector<std::string> option_names(const CLI::App& app) {
+  std::vector<std::string> names;
+  for (const CLI::App* a = &app; a != nullptr; a = a->get_parent())
+    for (const CLI::Option* opt : a->get_options())
+      for (const auto& l : opt->get_lnames())
+        if (l != "help" && std::find(names.begin(), names.end(), "--" + l) == names.end()) names.push_back("--" + l);
+  return names;
+}
+
 }  // namespace
 
 std::string plain_words(std::string message) {
@@ -73,15 +84,30 @@ std::string nearest_name(std::string_view word, const std::vector<std::string>& 
 std::string explain_parse_error(const CLI::App& app, const CLI::ParseError& error) {
   const bool missing = dynamic_cast<const CLI::RequiredError*>(&error) != nullptr;
   const bool extra = dynamic_cast<const CLI::ExtrasError*>(&error) != nullptr;
-  if (!missing && !extra) return {};
   const CLI::App* deepest = &app;
   for (;;) {
     const auto parsed = deepest->get_subcommands();
     if (parsed.empty()) break;
     deepest = parsed.front();
   }
+  const std::string path = command_path(*deepest);
+  // CLI11's own words for the rest (a value that does not convert, one outside
+  // its set, a missing option), pointed at the command's help.
+  const std::string as_is = fmt::format("{} (see `{} --help`)", error.what(), path);
+  // An unknown option is named, with the nearest one of this command or its parents.
+  if (extra) {
+    for (const CLI::App* a = deepest; a != nullptr; a = a->get_parent())
+      for (const auto& left : a->remaining())
+        if (left.starts_with("-") && left != "-" && left != "--") {
+          const std::string option = left.substr(0, left.find('='));
+          const std::string near = nearest_name(option, option_names(*deepest));
+          return fmt::format("`{}` has no option `{}`{} (see `{} --help`)", path, option,
+                             near.empty() ? "" : fmt::format(" (did you mean `{}`?)", near), path);
+        }
+  }
+  if (!missing && !extra) return as_is;
   const auto names = subcommand_names(*deepest);
-  if (names.empty()) return {};
+  if (names.empty()) return as_is;
   std::string word;
   // An unmatched word is left with the command that took it, or, through
   // fallthrough, with one of its parents.
@@ -91,10 +117,9 @@ std::string explain_parse_error(const CLI::App& app, const CLI::ParseError& erro
         word = left;
         break;
       }
-  const std::string path = command_path(*deepest);
   const std::string choices = fmt::format("{}", fmt::join(names, ", "));
   if (word.empty()) {
-    if (!missing) return {};
+    if (!missing) return as_is;
     return fmt::format("`{}` needs a command: one of {} (see `{} --help`)", path, choices, path);
   }
   const std::string near = nearest_name(word, names);

@@ -20,9 +20,11 @@ std::string plain_words(std::string message);
 // (Levenshtein; a third of the word's length for short words). Empty if none.
 std::string nearest_name(std::string_view word, const std::vector<std::string>& names);
 
-// After `app.parse` threw `error`: the message to print instead of CLI11's
-// ("A subcommand is required") when the error is about a subcommand of the
-// deepest command reached; empty for any other error (CLI11's text stands).
+// After `app.parse` threw `error` (not CLI::Success): the message to print
+// instead of CLI11's bare text. An unknown or missing subcommand of the
+// deepest command reached, or an unknown option, is named with the nearest
+// known one; any other error keeps CLI11's words, pointed at that command's
+// --help. Never empty.
 std::string explain_parse_error(const CLI::App& app, const CLI::ParseError& error);
 
 }  // namespace tycli
