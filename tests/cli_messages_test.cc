@@ -67,6 +67,17 @@ TEST_F(CliMessages, AMistypedOptionIsNamedWithTheNearestOneAndOtherParseErrorsPo
   EXPECT_EQ(required.err.find("Run with --help"), std::string::npos) << required.err;
 }
 
+TEST_F(CliMessages, AMistypedToolNameIsNamedWithTheNearestActiveTool) {
+  const auto file = home.write("uppercase.json", testing::js_tool("uppercase", "({input}) => input.toUpperCase()").dump());
+  ASSERT_EQ(tycli({"tool", "install", file}).exit_code, 0);
+  const auto near = tycli({"call", "upercase", "--args", R"({"input":"x"})"});
+  EXPECT_EQ(near.exit_code, 2);
+  EXPECT_NE(near.err.find("no tool named \"upercase\""), std::string::npos) << near.err;
+  EXPECT_NE(near.err.find("(did you mean `tycli call uppercase`?)"), std::string::npos) << near.err;
+  const auto far = tycli({"call", "zzz"});
+  EXPECT_EQ(far.err.find("did you mean"), std::string::npos) << far.err;
+}
+
 TEST_F(CliMessages, AMissingCommandListsTheChoices) {
   const auto r = tycli({"chat"});
   EXPECT_EQ(r.exit_code, 2);

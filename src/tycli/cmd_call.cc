@@ -9,6 +9,7 @@
 #include "cli.h"
 #include "live.h"
 #include "remedies.h"
+#include "suggest.h"
 #include "signals.h"
 #include "taskyon/base/escape.h"
 #include "taskyon/host/views.h"
@@ -135,7 +136,15 @@ int call(Globals& g, CallArgs a) {  // a copy: the config file fills it in
       auto value = json_argument(text, "--args", kMaxArgumentsFileBytes);
       if (!value) return report(g, value.error());
       auto compiled = tasks::compile(tasks::function_call(a.tool, std::move(*value)), {{}, st->resolver()});
-      if (!compiled) return report(g, compiled.error());
+      if (!compiled) {
+        auto e = compiled.error();
+        // A mistyped name: the nearest active tool, as a mistyped command gets (suggest.h).
+        if (e.code == taskyon::Errc::not_found)
+          if (auto names = st->active_names(); names)
+            if (const std::string near = nearest_name(a.tool, *names); !near.empty())
+              e.message += fmt::format(" (did you mean `tycli call {}`?)", near);
+        return report(g, e);
+      }
       calls.push_back(std::move(compiled->task));
     }
   }
