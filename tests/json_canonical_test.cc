@@ -104,6 +104,60 @@ TEST(JsonCanonical, EscapesStringsExactlyAsJcs) {
   EXPECT_EQ(canonical(Value("\"\\" + literal)), "\"\\\"\\\\" + literal + "\"");
 }
 
+// The writer copies eight plain bytes at once (canonical.cc): every character
+// that needs an escape or a UTF-8 check, at every offset of a word and across
+// word boundaries, in strings and in member names, must come out as the
+// byte-at-a-time rule writes it, and a bad byte anywhere is still refused.
+TEST(JsonCanonical, TheWordAtATimePathAgreesWithTheByteRuleAtEveryOffset) {
+  const auto reference = [](const std::string& text) {
+    std::string out = "\"";
+    for (unsigned char c : text) {
+      switch (c) {
+        case '"': out += "\\\""; break;
+        case '\\': out += "\\\\"; break;
+        case '\b': out += "\\b"; break;
+        case '\f': out += "\\f"; break;
+        case '\n': out += "\\n"; break;
+        case '\r': out += "\\r"; break;
+        case '\t': out += "\\t"; break;
+        default:
+          if (c < 0x20) {
+            static constexpr char kHex[] = "0123456789abcdef";
+            out += "\\u00";
+            out += kHex[c >> 4];
+            out += kHex[c & 0xF];
+          } else {
+            out += static_cast<char>(c);
+          }
+      }
+    }
+    return out + "\"";
+  };
+  const std::string specials[] = {"\"", "\\", "\n", "\x01", "\x1f", " ", "\x7f", "!", "#", "[", "]", "\x5b",
+                                  "\xc3\xa9", "\xe2\x80\xa8", "\xf0\x9f\x98\x80", "\xef\xbf\xbf"};
+  for (const std::string& special : specials) {
+    for (std::size_t length : {1u, 7u, 8u, 9u, 15u, 16u, 17u, 24u, 31u}) {
+      for (std::size_t at = 0; at + 1 <= length; ++at) {
+        std::string text(length, 'a');
+        text.replace(at, 1, special);
+        const auto written = canonicalize(Value(text));
+        ASSERT_TRUE(written) << text;
+        EXPECT_EQ(*written, reference(text)) << "special " << reference(special) << " at " << at << " of " << length;
+        const auto member = canonicalize(Value{{text, 1}});
+        ASSERT_TRUE(member) << text;
+        EXPECT_EQ(*member, "{" + reference(text) + ":1}");
+        std::string bad(length, 'a');
+        bad[at] = '\xff';
+        EXPECT_FALSE(canonicalize(Value(bad))) << "0xff at " << at << " of " << length;
+        EXPECT_FALSE(canonicalize(Value{{bad, 1}})) << "0xff in a name at " << at << " of " << length;
+        std::string cut(length, 'a');
+        cut[at] = '\xc3';  // a lead byte without its continuation (or before an ASCII byte)
+        EXPECT_FALSE(canonicalize(Value(cut))) << "truncated at " << at << " of " << length;
+      }
+    }
+  }
+}
+
 TEST(JsonCanonical, WritesLiteralsAndEmptyContainers) {
   auto v = parse(R"([null, true, false, "", [], {}, [[]], {"a": {}}])");
   ASSERT_TRUE(v.has_value());

@@ -63,15 +63,52 @@ std::optional<char32_t> next_code_point(std::string_view s, std::size_t& i) {
   return cp;
 }
 
+// Eight bytes of `s` from `i` (a memcpy: no alignment or aliasing assumed).
+std::uint64_t word_at(std::string_view s, std::size_t i) {
+  std::uint64_t w;
+  std::memcpy(&w, s.data() + i, sizeof w);
+  return w;
+}
+
+constexpr std::uint64_t kOnes = 0x0101010101010101ull;
+constexpr std::uint64_t kHighs = 0x8080808080808080ull;
+
+// Whether any byte of `w` is zero (the classic SWAR test: exact for "any",
+// byte order does not matter). Portable C++: the wasm build compiles this too.
+constexpr bool has_zero_byte(std::uint64_t w) { return ((w - kOnes) & ~w & kHighs) != 0; }
+
+// Whether none of the eight bytes needs more than copying into a JSON string
+// (RFC 8785 §3.2.2.2): each is ASCII (< 0x80), not a control (< 0x20), not
+// '"' and not '\\'. The fast path of write_string and is_utf8.
+constexpr bool plain_ascii_word(std::uint64_t w) {
+  if ((w & kHighs) != 0) return false;                     // a byte >= 0x80
+  if (((w - 0x20 * kOnes) & ~w & kHighs) != 0) return false;  // a byte < 0x20 (all are < 0x80 here)
+  return !has_zero_byte(w ^ (0x22 * kOnes)) && !has_zero_byte(w ^ (0x5C * kOnes));
+}
+
 // True if the UTF-8 text is well-formed (an ASCII run is checked in one pass).
 bool is_utf8(std::string_view s) {
   for (std::size_t i = 0; i < s.size();) {
+    if (i + 8 <= s.size() && (word_at(s, i) & kHighs) == 0) {
+      i += 8;
+      continue;
+    }
     if (static_cast<unsigned char>(s[i]) < 0x80) {
       ++i;
       continue;
     }
     if (!next_code_point(s, i)) return false;
   }
+  return true;
+}
+
+// True if every byte is below 0x80 (eight at a time).
+bool is_ascii(std::string_view s) {
+  std::size_t i = 0;
+  for (; i + 8 <= s.size(); i += 8)
+    if ((word_at(s, i) & kHighs) != 0) return false;
+  for (; i < s.size(); ++i)
+    if (static_cast<unsigned char>(s[i]) >= 0x80) return false;
   return true;
 }
 
@@ -109,6 +146,10 @@ bool write_string(Sink& out, std::string_view s) {
   out.push('"');
   std::size_t run = 0;  // start of the bytes not yet written
   for (std::size_t i = 0; i < s.size();) {
+    if (i + 8 <= s.size() && plain_ascii_word(word_at(s, i))) {  // eight plain bytes at once
+      i += 8;
+      continue;
+    }
     const unsigned char c = static_cast<unsigned char>(s[i]);
     if (c >= 0x20 && c != '"' && c != '\\' && c < 0x80) {
       ++i;
@@ -268,6 +309,7 @@ class Writer {
     Frame frame{&v, true, map.size(), 0, map.begin(), {}};
     bool reorder = false;
     for (const auto& [name, value] : map) {
+      if (is_ascii(name)) continue;  // valid UTF-8, and UTF-16 order is byte order
       if (!is_utf8(name)) {
         std::string where = pointer();
         append_pointer_token(where, name);
