@@ -1,7 +1,8 @@
 // The one seam where the fetch policy plugs in: `decide(request) -> verdict`.
 //
 // request: {revision, session, tool, url, method, headers: [[name, value]...]}
-// verdict: {allow: true} | {allow: false, code: string, message: string}
+// verdict: {allow: true, headers?: [[name, value]...]} | {allow: false, code: string, message: string}
+//          (headers: what to send instead of the tool's, e.g. with host-side secrets filled: store.js)
 //
 // The rules themselves (WHATWG URL + IDNA, address classes, method classes,
 // grants per (revision, origin, access)) are the C++ core built as WebAssembly

@@ -214,7 +214,10 @@ export class Sandbox {
     if (!verdict || verdict.allow !== true) {
       throw new FetchRefused(String(verdict?.code || 'denied'), String(verdict?.message || 'refused by the policy'));
     }
-    return directFetch(req, { ...this._o.fetchOptions, omitAddressSpace: Boolean(this._testing.omitAddressSpace), signal: call.controller.signal });
+    // A decider may hand back the headers with host-side secrets filled in (store.js grantedDecider);
+    // the tool's own request never held them.
+    const sent = Array.isArray(verdict.headers) ? { ...req, headers: verdict.headers } : req;
+    return directFetch(sent, { ...this._o.fetchOptions, omitAddressSpace: Boolean(this._testing.omitAddressSpace), signal: call.controller.signal });
   }
 
   // B8: strict mode. The server decides from its own store; the page's decide is bypassed.

@@ -2,10 +2,11 @@
 // page holds, to show that sandboxed code never sees it (B1).
 import * as host from '../host/host.js';
 import * as popup from '../host/popup.js';
+import * as store from '../host/store.js';
 import { loadCore } from '../core/load.mjs';
 import { wasmDecider } from '../core/policy.mjs';
 
 /** @type {any} */ (window).__hostSecret = 'host-page-secret';
 try { localStorage.setItem('taskyon-host-secret', 'host-page-secret'); } catch { /* not needed */ }
-/** @type {any} */ (window).taskyon = { ...host, popup, loadCore, wasmDecider };
+/** @type {any} */ (window).taskyon = { ...host, popup, store, loadCore, wasmDecider };
 /** @type {any} */ (window).taskyonReady = true;

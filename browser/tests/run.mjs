@@ -21,6 +21,7 @@ import { listen, startHostServer } from './servers.mjs';
 import { startStrict, STRICT_CODE } from './strict.mjs';
 import { pythonChecks } from './python_checks.mjs';
 import { wasmChecks } from './wasm_checks.mjs';
+import { storeChecks } from './store_checks.mjs';
 import { execFileSync } from 'node:child_process';
 
 const CHROMIUM = process.env.TASKYON_CHROMIUM || '/usr/bin/chromium';
@@ -42,9 +43,14 @@ const TYCLI = tycliArg || process.env.TASKYON_TYCLI || '';
 const canaryLog = [];
 function startCanary() {
   const server = http.createServer((req, res) => {
-    canaryLog.push({ method: req.method, url: req.url, at: Date.now(), cookie: req.headers.cookie || null });
+    canaryLog.push({ method: req.method, url: req.url, at: Date.now(), cookie: req.headers.cookie || null, token: req.headers['x-token'] || null });
     const p = new URL(req.url, 'http://x').pathname;
     const headers = { 'access-control-allow-origin': '*', 'cache-control': 'no-store' };
+    // The store checks' header (x-token) passes a preflight; nothing else is allowed more than before.
+    if (req.method === 'OPTIONS' && p.startsWith('/m/')) {
+      res.writeHead(204, { ...headers, 'access-control-allow-headers': 'x-token', 'access-control-allow-methods': 'GET' }).end();
+      return;
+    }
     // Routes for the direct-mode checks (M9-M12), reached only with the address space omitted.
     if (p === '/m/redirect') { res.writeHead(302, { ...headers, location: '/m/after-redirect' }).end(); return; }
     if (p === '/m/slow') { res.writeHead(200, headers); res.write('a'); return; }  // never ends
@@ -938,6 +944,9 @@ checks.push(...pythonChecks({ expect, hostLog, destroyed, canaryLog, sleep, rend
 
 // The wasm core in the host page (issue 14): its policy and ids against native (wasm_checks.mjs); SKIP while unbuilt.
 checks.push(...wasmChecks({ expect, canaryLog, Skip, tycli: TYCLI, call }));
+
+// The browser store (store.js): grants, secrets, re-hashed revisions, records across a reload.
+checks.push(...storeChecks({ expect, canaryLog, Skip, call }));
 
 // Contracts of the CLI's runtimes, named as `tycli diagnostics` names them: no browser
 // counterpart, so each reports SKIP with the reason instead of being left out unsaid.

@@ -1,0 +1,258 @@
+// The browser store (issue 14 item 6; docs/browser.md "The browser store"): the
+// records of the SQLite store (docs/tasks.md, docs/grants.md) in IndexedDB, in
+// the host page's origin, out of reach of sandboxed code (opaque origins).
+//
+// * revisions by content id, re-hashed by the wasm core on every read (R1, R2):
+//   a row whose definition no longer gives its id is refused ("tampered");
+// * bindings (name -> active revision) and their history, oldest first;
+// * grants per (revision, origin, access class) (M8, M17);
+// * secrets per (revision, origin, name): tool code never sees one; the host
+//   page fills a `{{secret:NAME}}` header placeholder only in a granted request
+//   to that origin (grantedDecider), as the CLI's fetch does;
+// * popup permissions (M16), persisted under popupPermissions();
+// * an append-only audit log and the sandbox log: the API has no way to change
+//   or delete a row.
+// Ids come from the wasm core (core.manifest), never from a JS re-write of R1.
+
+import { PopupPermissions } from './popup.js';
+
+const STORES = ['revisions', 'bindings', 'history', 'grants', 'secrets', 'popups', 'audit', 'sandbox_log'];
+const ACCESS = new Set(['read', 'write']);
+const SECRET_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
+const PLACEHOLDER = /\{\{secret:([A-Za-z0-9_.-]{1,64})\}\}/g;
+
+/** A store failure with a stable code: tampered, not_found, bad_request, io. */
+export class StoreError extends Error {
+  /** @param {string} code @param {string} message */
+  constructor(code, message) { super(message); this.code = code; }
+}
+
+/** @param {IDBRequest} r @returns {Promise<any>} */
+function done(r) {
+  return new Promise((resolve, reject) => {
+    r.onsuccess = () => resolve(r.result);
+    r.onerror = () => reject(new StoreError('io', 'IndexedDB: ' + (r.error && r.error.message)));
+  });
+}
+
+export class BrowserStore {
+  /**
+   * @param {IDBDatabase} db
+   * @param {{manifest: (text: string) => any}} core the wasm core (browser/core/core.mjs instantiate())
+   */
+  constructor(db, core) { this._db = db; this._core = core; }
+
+  /**
+   * Opens (creating on first use) the store `name` of this origin.
+   * @param {string} name @param {{core: {manifest: (text: string) => any}}} o
+   */
+  static async open(name, o) {
+    if (!o || !o.core) throw new StoreError('bad_request', 'the browser store needs the wasm core (ids are its, R1)');
+    const req = indexedDB.open(name, 1);
+    req.onupgradeneeded = () => {
+      const db = req.result;
+      db.createObjectStore('revisions', { keyPath: 'id' });
+      db.createObjectStore('bindings', { keyPath: 'name' });
+      for (const s of ['history', 'audit', 'sandbox_log']) db.createObjectStore(s, { keyPath: 'seq', autoIncrement: true });
+      db.createObjectStore('grants', { keyPath: ['revision', 'origin', 'access'] });
+      db.createObjectStore('secrets', { keyPath: ['revision', 'origin', 'name'] });
+      db.createObjectStore('popups', { keyPath: ['revision', 'target'] });
+    };
+    return new BrowserStore(await done(req), o.core);
+  }
+
+  close() { this._db.close(); }
+
+  /** @param {string} store @param {'readonly'|'readwrite'} mode */
+  _os(store, mode = 'readonly') { return this._db.transaction(store, mode).objectStore(store); }
+
+  /** The revision id and canonical form of a definition, from the wasm core; StoreError bad_request if invalid. */
+  _identify(definition) {
+    const answer = this._core.manifest(JSON.stringify(definition));
+    if (!answer.ok) throw new StoreError('bad_request', `not a valid manifest: ${answer.error.code}: ${answer.error.message}`);
+    return answer.value;
+  }
+
+  // ------------------------------------------------------------------ revisions and bindings
+
+  /**
+   * Stores a tool definition under its content id (R1); with activate, binds its name to it.
+   * @returns {Promise<{revision: string, name: string, created: boolean}>}
+   */
+  async install(definition, { activate = true } = {}) {
+    const { revision } = this._identify(definition);
+    const name = String(definition.name);
+    const existing = await done(this._os('revisions').get(revision));
+    if (!existing) await done(this._os('revisions', 'readwrite').add({ id: revision, definition: JSON.stringify(definition), at: Date.now() }));
+    if (activate) await this.activate(name, revision);
+    return { revision, name, created: !existing };
+  }
+
+  /**
+   * A stored revision, re-hashed on read: StoreError not_found, or tampered when its definition
+   * no longer gives its id. @returns {Promise<{id: string, definition: any}>}
+   */
+  async revision(id) {
+    const row = await done(this._os('revisions').get(String(id)));
+    if (!row) throw new StoreError('not_found', `no revision ${id} in the browser store`);
+    let definition, again = '';
+    try {
+      definition = JSON.parse(row.definition);
+      again = this._identify(definition).revision;
+    } catch { /* unparsable or invalid: tampered as well */ }
+    if (again !== row.id) throw new StoreError('tampered', `revision ${row.id} was changed in the store: its definition hashes to ${again || 'nothing valid'} (R2)`);
+    return { id: row.id, definition };
+  }
+
+  /** Binds `name` to a stored revision of that name (and records it in the history). */
+  async activate(name, revision) {
+    const r = await this.revision(revision);
+    if (r.definition.name !== name) throw new StoreError('bad_request', `revision ${revision} is a revision of ${r.definition.name}, not ${name}`);
+    await done(this._os('bindings', 'readwrite').put({ name, revision, at: Date.now() }));
+    await done(this._os('history', 'readwrite').add({ name, revision, at: Date.now() }));
+  }
+
+  /** The revision `name` is bound to, or null. */
+  async active(name) {
+    const b = await done(this._os('bindings').get(String(name)));
+    return b ? b.revision : null;
+  }
+
+  /** Every activation of `name`, oldest first: [{revision, at}]. */
+  async history(name) {
+    const rows = await done(this._os('history').getAll());
+    return rows.filter((h) => h.name === name).map(({ revision, at }) => ({ revision, at }));
+  }
+
+  // ------------------------------------------------------------------ grants and secrets
+
+  /** A grant for (revision, origin, access class); the origin as the policy serializes it. */
+  async grant(revision, origin, access) {
+    if (!ACCESS.has(access)) throw new StoreError('bad_request', 'access is read or write');
+    await this.revision(revision);  // only revisions the store holds (and intact)
+    await done(this._os('grants', 'readwrite').put({ revision, origin: String(origin), access, at: Date.now() }));
+  }
+
+  async revoke(revision, origin, access) { await done(this._os('grants', 'readwrite').delete([revision, String(origin), access])); }
+
+  /** @returns {Promise<boolean>} */
+  async granted(revision, origin, access) {
+    return Boolean(await done(this._os('grants').get([String(revision), String(origin), String(access)])));
+  }
+
+  /** [{revision, origin, access, at}] */
+  async grants() { return done(this._os('grants').getAll()); }
+
+  /** A secret of (revision, origin, name); the value never leaves the host page. */
+  async setSecret(revision, origin, name, value) {
+    if (!SECRET_NAME.test(name)) throw new StoreError('bad_request', 'secret names match ^[A-Za-z0-9_.-]{1,64}$');
+    if (typeof value !== 'string' || value.length < 1 || value.length > 8192 || /[\r\n\0]/.test(value)) {
+      throw new StoreError('bad_request', 'a secret is 1..8192 characters without CR, LF or NUL (it goes into a header)');
+    }
+    await this.revision(revision);
+    await done(this._os('secrets', 'readwrite').put({ revision, origin: String(origin), name, value }));
+  }
+
+  /** Names, origins and revisions of the secrets, never their values. */
+  async secretNames() {
+    return (await done(this._os('secrets').getAll())).map(({ revision, origin, name }) => ({ revision, origin, name }));
+  }
+
+  async _secret(revision, origin, name) {
+    const row = await done(this._os('secrets').get([revision, origin, name]));
+    return row ? row.value : null;
+  }
+
+  // ------------------------------------------------------------------ popups
+
+  /**
+   * A PopupPermissions (popup.js) holding the stored permissions, whose grant/revoke are
+   * written to the store too (`saved` settles when the last write did).
+   */
+  async popupPermissions() {
+    const perms = new PopupPermissions();
+    for (const p of await done(this._os('popups').getAll())) perms.grant(p.revision, p.target);
+    const store = this;
+    const grant = perms.grant.bind(perms), revoke = perms.revoke.bind(perms);
+    /** @type {any} */ (perms).saved = Promise.resolve();
+    perms.grant = (revision, target) => {
+      const r = grant(revision, target);
+      if (r.ok) /** @type {any} */ (perms).saved = done(store._os('popups', 'readwrite').put({ revision, target: String(target), at: Date.now() }));
+      return r;
+    };
+    perms.revoke = (revision, target) => {
+      const had = revoke(revision, target);
+      /** @type {any} */ (perms).saved = done(store._os('popups', 'readwrite').delete([revision, String(target)]));
+      return had;
+    };
+    return perms;
+  }
+
+  // ------------------------------------------------------------------ append-only logs
+
+  /** Appends one capability decision: {revision, capability, target, access, verdict, reason}. */
+  async audit(row) {
+    const entry = { at: new Date().toISOString(), revision: String(row.revision ?? ''), capability: String(row.capability),
+      target: String(row.target ?? ''), access: row.access ?? null, verdict: row.verdict === 'allow' ? 'allow' : 'deny',
+      reason: String(row.reason ?? '') };
+    await done(this._os('audit', 'readwrite').add(entry));
+  }
+
+  /** The audit rows, oldest first (of one revision when given). */
+  async auditRows(revision) {
+    const rows = await done(this._os('audit').getAll());
+    return revision === undefined ? rows : rows.filter((r) => r.revision === revision);
+  }
+
+  /** Appends a sandbox log entry (SandboxHost's log rows: created / destroyed with the reason). */
+  async logSandbox(entry) {
+    const { event, sandbox, tool, revision, session, reason, detail } = entry;
+    await done(this._os('sandbox_log', 'readwrite').add({ at: new Date().toISOString(), event, sandbox, tool, revision, session, reason, detail }));
+  }
+
+  async sandboxLog() { return done(this._os('sandbox_log').getAll()); }
+}
+
+/**
+ * A `decide` for SandboxHost ({decide} option, policy.js) that needs, after `policy` (the wasm
+ * core's, browser/core/policy.mjs) admitted a request, a grant in `store` for (revision, origin,
+ * access) (M8), fills `{{secret:NAME}}` header placeholders from that revision's secrets for that
+ * origin only, and audits every decision. Refusals: `denied` (no grant, or a missing secret),
+ * the policy's own codes otherwise.
+ * @param {(request: any) => Promise<any>} policy @param {BrowserStore} store
+ */
+export function grantedDecider(policy, store) {
+  return async (request) => {
+    const revision = String(request.revision);
+    const verdict = await policy(request);
+    const audit = (v, reason, origin = '', access = null) =>
+      store.audit({ revision, capability: 'fetch', target: origin || String(request.url), access, verdict: v, reason });
+    if (!verdict || verdict.allow !== true) {
+      await audit('deny', `${verdict?.code}: ${verdict?.message}`);
+      return verdict;
+    }
+    const { origin, access } = verdict;
+    if (!(await store.granted(revision, origin, access))) {
+      const message = `no ${access} grant for ${origin} to revision ${revision} (M8)`;
+      await audit('deny', message, origin, access);
+      return { allow: false, code: 'denied', message };
+    }
+    const headers = [];
+    for (const [name, value] of request.headers || []) {
+      let filled = String(value), missing = '';
+      for (const m of String(value).matchAll(PLACEHOLDER)) {
+        const secret = await store._secret(revision, origin, m[1]);
+        if (secret === null) { missing = m[1]; break; }
+        filled = filled.split(m[0]).join(secret);
+      }
+      if (missing) {
+        const message = `no secret "${missing}" is stored for ${origin} (header "${name}")`;
+        await audit('deny', message, origin, access);
+        return { allow: false, code: 'denied', message };
+      }
+      headers.push([name, filled]);
+    }
+    await audit('allow', 'granted', origin, access);
+    return { ...verdict, headers };
+  };
+}

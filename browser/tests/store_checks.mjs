@@ -1,0 +1,138 @@
+// The browser store (browser/host/store.js) in real Chromium: grants per
+// (revision, origin, access) decided in the page (M8), secrets filled host-side
+// for the granted origin only (M17), revisions re-hashed on read (R2), records
+// that outlive a reload. The canary is the target: with an allow-all inner
+// policy and the address space omitted (test mode, as the M9-M12 checks do),
+// only the store's grant stands between tool code and the request.
+import fs from 'node:fs';
+import { CORE_WASM } from './servers.mjs';
+
+const FETCH = `async ({u, method = 'GET', headers = {}}) => {
+  try { const r = await fetch(u, {method, headers}); return 'fetched ' + r.status; }
+  catch (e) { return e.name + ':' + e.code; } }`;
+
+/** @param {{expect: Function, canaryLog: object[], Skip: typeof Error, call: Function}} h */
+export function storeChecks({ expect, canaryLog, Skip, call }) {
+  // window.store (a fresh IndexedDB store of this check's own browser context) and window.h, whose
+  // decide is grantedDecider(allow-all, store); the revision of a `fetcher` definition stored there.
+  async function storeHost(page) {
+    if (!fs.existsSync(CORE_WASM)) throw new Skip(`${CORE_WASM} is not built (make wasm; make test builds it before ctest)`);
+    const r = await page.evaluate(async (code) => {
+      const t = /** @type {any} */ (window).taskyon;
+      const loaded = await t.loadCore('/build-wasm/taskyon_core.wasm');
+      if (!loaded.ok) return loaded;
+      window.store = await t.store.BrowserStore.open('checks', { core: loaded.core });
+      const allowAll = async (req) => ({ allow: true, origin: new URL(req.url).origin,
+        access: ['GET', 'HEAD'].includes(String(req.method).toUpperCase()) ? 'read' : 'write' });
+      if (window.h) window.h.close();
+      window.h = new t.SandboxHost({ decide: t.store.grantedDecider(allowAll, window.store), testing: { omitAddressSpace: true } });
+      const def = { name: 'fetcher', description: 'store check', parameters: { type: 'object' }, execution: 'sandboxed-code', runtime: 'javascript', code };
+      const other = { ...def, description: 'another revision' };
+      return { ok: true, rev: (await window.store.install(def)).revision, other: (await window.store.install(other, { activate: false })).revision };
+    }, FETCH);
+    if (!r.ok) { if (r.absent) throw new Skip(r.reason); throw new Error(r.reason); }
+    return r;
+  }
+  const fetchAs = (page, rev, args) => call(page, { tool: 'fetcher', revision: rev, code: FETCH, args });
+  const gets = (path) => canaryLog.filter((e) => e.method !== 'OPTIONS' && e.url.startsWith(path));
+
+  return [
+    ['M8', 'page_grant_per_revision_origin_access', 'in the page, a mediated fetch needs a store grant for (revision, origin, access): none, another revision\'s, or a read grant for a write is denied and reaches nothing; each decision is audited', async (env) => {
+      const { page } = env;
+      const { rev, other } = await storeHost(page);
+      const origin = env.canary;
+      canaryLog.length = 0;
+      const before = await fetchAs(page, rev, { u: origin + '/m/grant?before' });
+      await page.evaluate(([o, r]) => window.store.grant(r, o, 'read'), [origin, other]);
+      const otherRev = await fetchAs(page, rev, { u: origin + '/m/grant?other-revision' });
+      await page.evaluate(([o, r]) => window.store.grant(r, o, 'read'), [origin, rev]);
+      const granted = await fetchAs(page, rev, { u: origin + '/m/grant?granted' });
+      const write = await fetchAs(page, rev, { u: origin + '/m/grant?write', method: 'POST' });
+      const got = [before, otherRev, granted, write].map((r) => r.ok ? r.value : 'call failed: ' + JSON.stringify(r.error));
+      expect(got.join() === 'CapabilityError:denied,CapabilityError:denied,fetched 200,CapabilityError:denied', 'answers ' + got.join());
+      const seen = gets('/m/grant').map((e) => e.url);
+      expect(seen.length === 1 && seen[0] === '/m/grant?granted', 'the canary saw ' + JSON.stringify(seen));
+      const rows = await page.evaluate((r) => window.store.auditRows(r), rev);
+      expect(rows.map((x) => x.verdict).join() === 'deny,deny,allow,deny' && rows.every((x) => x.capability === 'fetch'),
+        'audit ' + JSON.stringify(rows));
+      expect(rows[3].access === 'write' && /no write grant/.test(rows[3].reason), 'the write refusal row ' + JSON.stringify(rows[3]));
+      return `${got.join(', ')}; canary saw only the granted GET; audit deny, deny, allow, deny`;
+    }],
+
+    ['M17', 'page_secrets_filled_host_side', 'a {{secret:NAME}} header placeholder is filled by the page from the store only for the granted origin; without the secret the request is denied and sent nowhere; tool code never holds the value', async (env) => {
+      const { page } = env;
+      const { rev, other } = await storeHost(page);
+      const origin = env.canary;
+      await page.evaluate(([o, r]) => window.store.grant(r, o, 'read'), [origin, rev]);
+      canaryLog.length = 0;
+      const missing = await fetchAs(page, rev, { u: origin + '/m/secret?missing', headers: { 'x-token': 'Bearer {{secret:TOKEN}}' } });
+      await page.evaluate(([o, r]) => window.store.setSecret(r, o, 'TOKEN', 's3cret-value'), [origin, rev]);
+      const filled = await fetchAs(page, rev, { u: origin + '/m/secret?filled', headers: { 'x-token': 'Bearer {{secret:TOKEN}}' } });
+      expect(missing.ok && missing.value === 'CapabilityError:denied', 'without the secret: ' + JSON.stringify(missing.value ?? missing.error));
+      expect(filled.ok && filled.value === 'fetched 200', 'with the secret: ' + JSON.stringify(filled.value ?? filled.error));
+      const seen = gets('/m/secret');
+      expect(seen.length === 1 && seen[0].url === '/m/secret?filled' && seen[0].token === 'Bearer s3cret-value', 'the canary saw ' + JSON.stringify(seen));
+      // Tool code reads back what it can: a request it builds holds the placeholder, not the value
+      // (another revision: a revision's sandbox keeps the code it loaded first).
+      const peek = await call(page, { tool: 'fetcher', revision: other, code: `async () => { const r = new Request('${origin}/x', {headers: {'x-token': '{{secret:TOKEN}}'}}); return r.headers.get('x-token'); }`, args: {} });
+      expect(peek.ok && peek.value === '{{secret:TOKEN}}', 'the tool\'s request holds ' + JSON.stringify(peek.value ?? peek.error));
+      const names = await page.evaluate(() => window.store.secretNames());
+      expect(JSON.stringify(names).indexOf('s3cret') < 0, 'secretNames shows a value: ' + JSON.stringify(names));
+      return 'without the secret: denied, canary 0; with it: the canary got the filled header; the tool and secretNames() never see the value';
+    }],
+
+    ['R2', 'page_store_rehashes_revisions', 'a revision row changed in IndexedDB is refused on read (tampered), and so is activating it; an intact one reads back with the wasm core\'s id', async (env) => {
+      const { page } = env;
+      const { rev } = await storeHost(page);
+      const r = await page.evaluate(async (rev) => {
+        const intact = (await window.store.revision(rev)).id;
+        await new Promise((resolve, reject) => {
+          const open = indexedDB.open('checks');
+          open.onsuccess = () => {
+            const os = open.result.transaction('revisions', 'readwrite').objectStore('revisions');
+            const get = os.get(rev);
+            get.onsuccess = () => {
+              const row = get.result;
+              row.definition = row.definition.replace('store check', 'store check!');
+              const put = os.put(row);
+              put.onsuccess = () => { open.result.close(); resolve(null); };
+              put.onerror = reject;
+            };
+          };
+          open.onerror = reject;
+        });
+        const codes = [];
+        for (const f of [() => window.store.revision(rev), () => window.store.activate('fetcher', rev)]) {
+          try { await f(); codes.push('read'); } catch (e) { codes.push(e.code); }
+        }
+        return { intact, codes };
+      }, rev);
+      expect(r.intact === rev, 'the intact revision read back as ' + r.intact);
+      expect(r.codes.join() === 'tampered,tampered', 'after the change: ' + r.codes.join());
+      return `intact ${rev.slice(0, 15)}…; after one changed character: ${r.codes.join(', ')}`;
+    }],
+
+    ['M8', 'page_store_survives_a_reload', 'grants, bindings, popup permissions and the audit are in IndexedDB: a reloaded page sees them', async (env) => {
+      const { page } = env;
+      const { rev } = await storeHost(page);
+      await page.evaluate(async ([o, r]) => {
+        await window.store.grant(r, o, 'read');
+        await window.store.audit({ revision: r, capability: 'fetch', target: o, access: 'read', verdict: 'allow', reason: 'before the reload' });
+        const perms = await window.store.popupPermissions();
+        perms.grant(r, 'custom-html');
+        await perms.saved;
+      }, [env.canary, rev]);
+      await page.reload();
+      await page.waitForFunction(() => window.taskyonReady === true);
+      await storeHost(page);
+      const after = await page.evaluate(async ([o, r]) => ({
+        granted: await window.store.granted(r, o, 'read'),
+        active: await window.store.active('fetcher'),
+        popup: (await window.store.popupPermissions()).has(r, 'custom-html'),
+        audit: (await window.store.auditRows(r)).map((x) => x.reason),
+      }), [env.canary, rev]);
+      expect(after.granted && after.active === rev && after.popup && after.audit.includes('before the reload'), 'after the reload ' + JSON.stringify(after));
+      return 'after a reload: the grant, the binding, the popup permission and the audit row are there';
+    }],
+  ];
+}
