@@ -45,9 +45,12 @@ export class SandboxHost {
    *        negative controls for the checks (sandbox.js); never in a product page
    * @param {Element} [o.container] where sandbox iframes go (document.body)
    * @param {URL|string} [o.pyodideBase] folder of Pyodide's core files (python.js checks each by its id)
+   * @param {(request: {op: string, key: string, json: string|null}, who: {revision: string, tool: string}) => Promise<any>} [o.storage]
+   *        context.storage for tool code (store.js storageCapability(store)); default: every operation denied
    */
   constructor(o = {}) {
     this._decide = o.decide || refuseAll;
+    this._storage = o.storage || null;
     this._assetsBase = new URL(o.assetsBase || '../sandbox/', import.meta.url);
     this._fetchOptions = o.fetchOptions || {};
     this._egress = o.egress ? egressOptions(o.egress) : null;
@@ -99,7 +102,7 @@ export class SandboxHost {
   async _create(tool, revision, session, code, runtime = 'js') {
     const sb = new Sandbox({
       assets: runtime === 'python' ? await this.pythonAssets() : await this.assets(), code, tool, revision, session, decide: this._decide,
-      fetchOptions: this._fetchOptions, egress: this._egress, container: this._container, testing: this._testing,
+      fetchOptions: this._fetchOptions, egress: this._egress, storage: this._storage, container: this._container, testing: this._testing,
       onDestroy: (s, reason, detail, wasRunning) => {
         this._live.delete(s);
         const key = keyOf(s.revision, s.session);

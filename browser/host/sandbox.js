@@ -64,6 +64,9 @@ export class Sandbox {
    * @param {object} [o.fetchOptions] directFetch options (timeoutMs, maxResponseBytes)
    * @param {import('./egress.js').EgressOptions|null} [o.egress] strict mode: every fetch goes to this
    *        egress proxy (egress.js), `decide` is not consulted
+   * @param {(request: {op: string, key: string, json: string|null}, who: {revision: string, tool: string}) =>
+   *         Promise<{ok: true, json: string} | {ok: false, code: string, message: string}>} [o.storage]
+   *        context.storage's decisions (store.js storageCapability); absent: every operation is denied
    * @param {(sb: Sandbox, reason: string, detail: string, wasRunning: boolean) => void} o.onDestroy
    * @param {Element} o.container where the iframe goes
    * @param {{stripCsp?: boolean, cspLayers?: string, keepIframeOnDestroy?: boolean, omitAddressSpace?: boolean}} [o.testing]
@@ -177,7 +180,31 @@ export class Sandbox {
       else call.resolve({ ok: false, error: { code: m.error.code || 'tool_error', name: m.error.name, message: m.error.message }, logs: call.logs, sandboxKept: true });
     } else if (m.t === 'fetch') {
       this._onFetch(m);
+    } else if (m.t === 'storage') {
+      this._onStorage(m);
     }
+  }
+
+  // context.storage (S7): decided in the host page by o.storage (store.js storageCapability) with
+  // this sandbox's revision and tool (M3: the channel's, never the message's); refused without one.
+  async _onStorage(m) {
+    const call = this._call;
+    if (call.requests.has(m.req) || call.requests.size >= LIMITS.requestsPerCall) {
+      this.destroy('protocol_error', `a repeated request id or more than ${LIMITS.requestsPerCall} requests in one call`);
+      return;
+    }
+    call.requests.add(m.req);
+    let r;
+    try {
+      r = this._o.storage
+        ? await this._o.storage({ op: m.op, key: m.key, json: m.json }, { revision: this.revision, tool: this.tool })
+        : { ok: false, code: 'denied', message: 'this page offers no storage to tool code' };
+    } catch (e) {
+      r = { ok: false, code: 'denied', message: 'the page\'s storage failed: ' + String(e && e.message) };
+    }
+    if (this._call !== call || this.state !== 'busy') return;
+    this.port.postMessage(r.ok ? { t: 'storage_result', id: call.id, req: m.req, ok: true, json: String(r.json) }
+      : { t: 'storage_result', id: call.id, req: m.req, ok: false, code: String(r.code), message: String(r.message) });
   }
 
   async _onFetch(m) {

@@ -10,13 +10,18 @@
 //   page fills a `{{secret:NAME}}` header placeholder only in a granted request
 //   to that origin (grantedDecider), as the CLI's fetch does;
 // * popup permissions (M16), persisted under popupPermissions();
+// * tool storage (S7): data per tool name and key, reachable only through a
+//   storage grant of the calling revision, with the CLI's quotas
+//   (storageCapability);
 // * an append-only audit log and the sandbox log: the API has no way to change
 //   or delete a row.
 // Ids come from the wasm core (core.manifest), never from a JS re-write of R1.
 
 import { PopupPermissions } from './popup.js';
 
-const STORES = ['revisions', 'bindings', 'history', 'grants', 'secrets', 'popups', 'audit', 'sandbox_log'];
+/** Tool storage quotas (docs/grants.md "Storage", the CLI's StorageQuota); bytes of UTF-8. */
+export const STORAGE_QUOTA = Object.freeze({ keyBytes: 256, valueBytes: 64 << 10, keys: 1000, toolBytes: 1 << 20 });
+const utf8Length = (s) => new TextEncoder().encode(s).length;
 const ACCESS = new Set(['read', 'write']);
 const SECRET_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
 const PLACEHOLDER = /\{\{secret:([A-Za-z0-9_.-]{1,64})\}\}/g;
@@ -38,13 +43,14 @@ function done(r) {
 export class BrowserStore {
   /**
    * @param {IDBDatabase} db
-   * @param {{manifest: (text: string) => any}} core the wasm core (browser/core/core.mjs instantiate())
+   * @param {{manifest: (text: string) => any, canonicalize: (text: string) => any}} core the wasm core
+   *        (browser/core/core.mjs instantiate())
    */
   constructor(db, core) { this._db = db; this._core = core; }
 
   /**
    * Opens (creating on first use) the store `name` of this origin.
-   * @param {string} name @param {{core: {manifest: (text: string) => any}}} o
+   * @param {string} name @param {{core: {manifest: (text: string) => any, canonicalize: (text: string) => any}}} o
    */
   static async open(name, o) {
     if (!o || !o.core) throw new StoreError('bad_request', 'the browser store needs the wasm core (ids are its, R1)');
@@ -57,6 +63,8 @@ export class BrowserStore {
       db.createObjectStore('grants', { keyPath: ['revision', 'origin', 'access'] });
       db.createObjectStore('secrets', { keyPath: ['revision', 'origin', 'name'] });
       db.createObjectStore('popups', { keyPath: ['revision', 'target'] });
+      db.createObjectStore('storage_grants', { keyPath: 'revision' });
+      db.createObjectStore('storage', { keyPath: ['tool', 'key'] });
     };
     return new BrowserStore(await done(req), o.core);
   }
@@ -188,6 +196,49 @@ export class BrowserStore {
     return perms;
   }
 
+  // ------------------------------------------------------------------ tool storage (S7)
+
+  /** A storage grant for a revision the store holds; the data is the tool name's. */
+  async grantStorage(revision) {
+    await this.revision(revision);
+    await done(this._os('storage_grants', 'readwrite').put({ revision, at: Date.now() }));
+  }
+
+  /** Revokes it; the stored data is kept (as the CLI's revoke storage). */
+  async revokeStorage(revision) { await done(this._os('storage_grants', 'readwrite').delete(String(revision))); }
+
+  async _storageGranted(revision) { return Boolean(await done(this._os('storage_grants').get(String(revision)))); }
+
+  /** One operation of context.storage for (revision, tool); see storageCapability. */
+  async _storageOp(op, key, json, who) {
+    const refuse = (code, message) => ({ ok: false, code, message });
+    if (!(await this._storageGranted(who.revision))) return refuse('denied', `revision ${who.revision} holds no storage grant (S7)`);
+    if (op === 'list') {
+      const rows = await done(this._os('storage').getAll());
+      const keys = rows.filter((r) => r.tool === who.tool && r.key.startsWith(key)).map((r) => r.key).sort();
+      return { ok: true, json: JSON.stringify(keys) };
+    }
+    if (key.length === 0 || utf8Length(key) > STORAGE_QUOTA.keyBytes || key.isWellFormed?.() === false) {
+      return refuse('invalid_request', `a storage key is 1..${STORAGE_QUOTA.keyBytes} bytes of UTF-8`);
+    }
+    const row = await done(this._os('storage').get([who.tool, key]));
+    if (op === 'get') return { ok: true, json: row ? row.value : 'null' };
+    if (op === 'delete') {
+      if (row) await done(this._os('storage', 'readwrite').delete([who.tool, key]));
+      return { ok: true, json: row ? 'true' : 'false' };
+    }
+    const canonical = this._core.canonicalize(json);  // the value as the CLI stores it (RFC 8785)
+    if (!canonical.ok) return refuse('invalid_request', `the value cannot be stored: ${canonical.error.message}`);
+    const value = String(canonical.value.canonical);
+    if (utf8Length(value) > STORAGE_QUOTA.valueBytes) return refuse('too_large', `a stored value is at most ${STORAGE_QUOTA.valueBytes} bytes canonical`);
+    const rows = (await done(this._os('storage').getAll())).filter((r) => r.tool === who.tool && r.key !== key);
+    if (rows.length + 1 > STORAGE_QUOTA.keys) return refuse('too_large', `a tool stores at most ${STORAGE_QUOTA.keys} keys`);
+    const bytes = rows.reduce((n, r) => n + utf8Length(r.key) + utf8Length(r.value), 0) + utf8Length(key) + utf8Length(value);
+    if (bytes > STORAGE_QUOTA.toolBytes) return refuse('too_large', `a tool stores at most ${STORAGE_QUOTA.toolBytes} bytes`);
+    await done(this._os('storage', 'readwrite').put({ tool: who.tool, key, value }));
+    return { ok: true, json: 'null' };
+  }
+
   // ------------------------------------------------------------------ append-only logs
 
   /** Appends one capability decision: {revision, capability, target, access, verdict, reason}. */
@@ -254,5 +305,23 @@ export function grantedDecider(policy, store) {
     }
     await audit('allow', 'granted', origin, access);
     return { ...verdict, headers };
+  };
+}
+
+/**
+ * context.storage for SandboxHost ({storage} option): each operation decided with `store`'s
+ * storage grant of the calling revision (the channel's), data per tool name, quotas as the
+ * CLI's, every operation audited (capability storage.get|set|delete|list, target the key or
+ * prefix, access read for get/list, write for set/delete). Refusals: denied, invalid_request,
+ * too_large. Answers are JSON text: get the value or null, set null, delete whether a key was
+ * removed, list the keys under the prefix, sorted.
+ * @param {BrowserStore} store
+ */
+export function storageCapability(store) {
+  return async ({ op, key, json }, who) => {
+    const r = await store._storageOp(op, String(key), json, who);
+    await store.audit({ revision: who.revision, capability: 'storage.' + op, target: String(key),
+      access: op === 'get' || op === 'list' ? 'read' : 'write', verdict: r.ok ? 'allow' : 'deny', reason: r.ok ? 'granted' : `${r.code}: ${r.message}` });
+    return r;
   };
 }

@@ -13,11 +13,14 @@ export const LIMITS = Object.freeze({
   headers: 64,              // header pairs per request
   headerText: 8192,         // one header name or value
   body: 1 << 20,            // a request body
-  requestsPerCall: 64,      // fetch requests per call
+  requestsPerCall: 64,      // fetch and storage requests per call
+  storageKey: 1024,         // a storage key or list prefix (the store caps keys at 256 UTF-8 bytes)
+  storageJson: 1 << 17,     // a storage.set value's JSON text (the store caps it at 64 KiB canonical)
   errorText: 4096,
 });
 
 const LEVELS = new Set(['log', 'info', 'warn', 'error', 'debug']);
+const STORAGE_OPS = new Set(['get', 'set', 'delete', 'list']);
 
 /** The reasons bootstrap.js reports (`{t: 'supervisor', reason, detail}`); worker_error is `crashed`. */
 const SUPERVISOR_REASONS = new Set(['second_bind', 'bad_host_message', 'messageerror', 'worker_failed', 'worker_error', 'forged_supervisor']);
@@ -90,6 +93,18 @@ export function validateMessage(d, portCount, expect) {
       }
       for (const h of d.headers) {
         if (!Array.isArray(h) || h.length !== 2 || !str(h[0], LIMITS.headerText) || !str(h[1], LIMITS.headerText)) return bad('fetch: bad header');
+      }
+      return { ok: true, msg: d };
+    }
+    case 'storage': {
+      if (expect.state !== 'busy' || d.id !== expect.callId) return bad('storage: not for the running call');
+      if (!exactKeys(d, ['t', 'id', 'req', 'op', 'key', 'json']) || !uint(d.req) || !STORAGE_OPS.has(d.op) ||
+          !str(d.key, LIMITS.storageKey)) return bad('storage: bad shape');
+      if (d.op === 'set') {
+        if (!str(d.json, LIMITS.storageJson)) return bad('storage: set needs its value as JSON text');
+        try { JSON.parse(d.json); } catch { return bad('storage: the value is not JSON'); }
+      } else if (d.json !== null) {
+        return bad('storage: only set carries a value');
       }
       return { ok: true, msg: d };
     }

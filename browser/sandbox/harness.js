@@ -13,9 +13,12 @@
 //                   {t:'result', id, ok:false, error:{name, message, code}}
 //                   {t:'log', id, level, text}
 //                   {t:'fetch', id, req, url, method, headers:[[k,v]...], body:string|null}
+//                   {t:'storage', id, req, op:'get'|'set'|'delete'|'list', key, json}
+//                       key: the key, or the prefix for list; json: the value's JSON text for set, else null
 //   host -> worker  {t:'call', id, args}
 //                   {t:'fetch_result', id, req, ok:true, status, statusText, headers, body:ArrayBuffer}
 //                   {t:'fetch_result', id, req, ok:false, code, message}
+//                   {t:'storage_result', id, req, ok:true, json} | {t:'storage_result', id, req, ok:false, code, message}
 'use strict';
 const __taskyonStart = (() => {
   const post = self.postMessage.bind(self);
@@ -79,10 +82,43 @@ const __taskyonStart = (() => {
     };
   }
 
+  // context.storage of one call (S7): each operation goes to the host page, which decides
+  // with the store's storage grant of this revision (store.js) and answers JSON text.
+  function storageFor(call) {
+    const ask = (op, key, value) => {
+      if (call.ended || current !== call) return Promise.reject(capabilityError('call_ended', 'this call has ended; its capabilities are gone'));
+      let json = null;
+      if (op === 'set') {
+        try { json = stringify(value === undefined ? null : value); } catch (e) { return Promise.reject(new TypeError('storage.set: the value is not JSON: ' + StringCtor(e && e.message))); }
+        if (json === undefined) json = 'null';
+      }
+      const req = call.nextReq++;
+      return new Promise((resolve, reject) => {
+        call.waiting.set(req, { resolve, reject, storage: true });
+        post({ t: 'storage', id: call.id, req, op, key: StringCtor(key), json });
+      });
+    };
+    return Object.freeze({
+      get: (key) => ask('get', key),
+      set: (key, value) => ask('set', key, value),
+      delete: (key) => ask('delete', key),
+      list: (prefix) => ask('list', prefix === undefined ? '' : prefix),
+    });
+  }
+
+  function onStorageResult(d) {
+    if (current === null || d.id !== current.id) return;
+    const w = current.waiting.get(d.req);
+    if (w === undefined || !w.storage) return;
+    current.waiting.delete(d.req);
+    if (!d.ok) { w.reject(capabilityError(d.code, d.message)); return; }
+    try { w.resolve(JSON.parse(d.json)); } catch { w.reject(capabilityError('bad_response', 'the host answered no JSON')); }
+  }
+
   function onFetchResult(d) {
     if (current === null || d.id !== current.id) return;
     const w = current.waiting.get(d.req);
-    if (w === undefined) return;
+    if (w === undefined || w.storage) return;
     current.waiting.delete(d.req);
     if (!d.ok) { w.reject(capabilityError(d.code, d.message)); return; }
     // 204, 205 and 304 are null-body statuses: Response refuses a body for them (even an
@@ -105,7 +141,7 @@ const __taskyonStart = (() => {
   async function onCall(d) {
     const call = { id: d.id, ended: false, waiting: new Map(), nextReq: 1 };
     current = call;
-    const context = Object.freeze({ fetch: fetchFor(call), callId: d.id });
+    const context = Object.freeze({ fetch: fetchFor(call), storage: storageFor(call), callId: d.id });
     self.fetch = context.fetch;  // M2: global fetch is this call's context.fetch
     let msg;
     try {
@@ -126,6 +162,7 @@ const __taskyonStart = (() => {
     if (d === null || typeof d !== 'object') return;
     if (d.t === 'call') onCall(d);
     else if (d.t === 'fetch_result') onFetchResult(d);
+    else if (d.t === 'storage_result') onStorageResult(d);
   });
 
   return (fn) => {

@@ -1,7 +1,7 @@
 // The browser store (browser/host/store.js) in real Chromium: grants per
 // (revision, origin, access) decided in the page (M8), secrets filled host-side
 // for the granted origin only (M17), revisions re-hashed on read (R2), records
-// that outlive a reload. The canary is the target: with an allow-all inner
+// that outlive a reload, tool storage behind a storage grant (S7). The canary is the target: with an allow-all inner
 // policy and the address space omitted (test mode, as the M9-M12 checks do),
 // only the store's grant stands between tool code and the request.
 import fs from 'node:fs';
@@ -25,7 +25,8 @@ export function storeChecks({ expect, canaryLog, Skip, call }) {
       const allowAll = async (req) => ({ allow: true, origin: new URL(req.url).origin,
         access: ['GET', 'HEAD'].includes(String(req.method).toUpperCase()) ? 'read' : 'write' });
       if (window.h) window.h.close();
-      window.h = new t.SandboxHost({ decide: t.store.grantedDecider(allowAll, window.store), testing: { omitAddressSpace: true } });
+      window.h = new t.SandboxHost({ decide: t.store.grantedDecider(allowAll, window.store), storage: t.store.storageCapability(window.store),
+        testing: { omitAddressSpace: true } });
       const def = { name: 'fetcher', description: 'store check', parameters: { type: 'object' }, execution: 'sandboxed-code', runtime: 'javascript', code };
       const other = { ...def, description: 'another revision' };
       return { ok: true, rev: (await window.store.install(def)).revision, other: (await window.store.install(other, { activate: false })).revision };
@@ -110,6 +111,29 @@ export function storeChecks({ expect, canaryLog, Skip, call }) {
       expect(r.intact === rev, 'the intact revision read back as ' + r.intact);
       expect(r.codes.join() === 'tampered,tampered', 'after the change: ' + r.codes.join());
       return `intact ${rev.slice(0, 15)}…; after one changed character: ${r.codes.join(', ')}`;
+    }],
+
+    ['S7', 'page_storage_behind_a_storage_grant', 'context.storage in the browser: denied without the calling revision\'s storage grant; with it get/set/delete/list work on the tool name\'s data, which another revision of the tool reaches only with its own grant; quotas refuse; each operation audited', async (env) => {
+      const { page } = env;
+      const { rev, other } = await storeHost(page);
+      const STORE = `async ({ops}, context) => { const out = []; for (const [op, ...a] of ops) {
+        try { out.push(JSON.stringify(await context.storage[op](...a))); } catch (e) { out.push(e.name + ':' + e.code); } } return out.join(' '); }`;
+      const run = (revision, ops) => call(page, { tool: 'fetcher', revision, code: STORE, args: { ops }, disposable: true });
+      const before = await run(rev, [['set', 'k', { a: 1 }]]);
+      await page.evaluate((r) => window.store.grantStorage(r), rev);
+      const granted = await run(rev, [['set', 'k', { b: [1, 2], a: 1 }], ['get', 'k'], ['list', ''], ['set', 'k'.repeat(300), 1], ['delete', 'nothing']]);
+      const otherBefore = await run(other, [['get', 'k']]);
+      await page.evaluate((r) => window.store.grantStorage(r), other);
+      const otherAfter = await run(other, [['get', 'k'], ['delete', 'k'], ['get', 'k']]);
+      const got = [before, granted, otherBefore, otherAfter].map((r) => r.ok ? r.value : 'call failed: ' + JSON.stringify(r.error));
+      expect(got[0] === 'CapabilityError:denied', 'without a grant: ' + got[0]);
+      expect(got[1] === 'null {"a":1,"b":[1,2]} ["k"] CapabilityError:invalid_request false', 'with the grant: ' + got[1]);
+      expect(got[2] === 'CapabilityError:denied' && got[3] === '{"a":1,"b":[1,2]} true null', 'the other revision: ' + got[2] + ' / ' + got[3]);
+      const rows = await page.evaluate(() => window.store.auditRows());
+      const storageRows = rows.filter((x) => x.capability.startsWith('storage.'));
+      expect(storageRows.length === 10 && storageRows[0].verdict === 'deny' && storageRows[1].capability === 'storage.set' &&
+        storageRows[1].access === 'write' && storageRows[2].access === 'read', 'audit ' + JSON.stringify(storageRows));
+      return `no grant: denied; granted: ${got[1]}; another revision: denied, then with its own grant ${got[3]}; 10 audit rows`;
     }],
 
     ['M8', 'page_store_survives_a_reload', 'grants, bindings, popup permissions and the audit are in IndexedDB: a reloaded page sees them', async (env) => {

@@ -58,6 +58,24 @@ test('fetch requests: shape, method, headers, body', () => {
   refused(noBody);
 });
 
+test('storage requests: a known op, a bounded key, a JSON value for set only', () => {
+  const g = { t: 'storage', id: 7, req: 2, op: 'get', key: 'k', json: null };
+  ok(g);
+  ok({ ...g, op: 'list', key: '' });
+  ok({ ...g, op: 'delete' });
+  ok({ ...g, op: 'set', json: '{"a":[1,2]}' });
+  refused({ ...g, op: 'clear' });
+  refused({ ...g, op: 'set', json: null });                        // set needs a value
+  refused({ ...g, op: 'set', json: '{' });                         // not JSON
+  refused({ ...g, op: 'set', json: 'x'.repeat(LIMITS.storageJson + 1) });
+  refused({ ...g, json: '1' });                                    // only set carries one
+  refused({ ...g, key: 'k'.repeat(LIMITS.storageKey + 1) });
+  refused({ ...g, key: 5 });
+  refused({ ...g, id: 8 });                                        // another call's
+  refused(g, { state: 'ready', callId: null });
+  refused({ ...g, revision: 'sha256:' + '0'.repeat(64) });         // the channel names the revision (M3)
+});
+
 test('anything else is refused: ports, unknown types, non-plain values, supervisor reports', () => {
   assert.match(refused({ t: 'ready' }, starting, 1), /MessagePort/);
   refused({ t: 'grant' });
