@@ -5,13 +5,17 @@
 // so, shows labels and refuses every fetch (browser/host/policy.js).
 import { SandboxHost, refuseAll } from '../host/host.js';
 import { PopupHost, PopupPermissions } from '../host/popup.js';
+import { BrowserStore, grantedDecider } from '../host/store.js';
 import { loadCore } from '../core/load.mjs';
 import { wasmDecider } from '../core/policy.mjs';
 
 const $ = (id) => /** @type {HTMLElement} */ (document.getElementById(id));
 const loaded = /** @type {any} */ (await loadCore(new URL('../../build-wasm/taskyon_core.wasm', import.meta.url).href));  // {ok, core, bytes} | {ok: false, reason}
 const core = loaded.ok ? loaded.core : null;
-const decide = core ? wasmDecider(core) : refuseAll;
+// Direct mode's decisions: the wasm policy, then a grant for (revision, origin, access) in this
+// page's browser store (IndexedDB, store.js), each decision in its audit.
+const store = core ? await BrowserStore.open('taskyon-demo', { core }) : null;
+const decide = core ? grantedDecider(wasmDecider(core), store) : refuseAll;
 
 // The counter is examples/tools/counter.json as `tycli tool install` reads it; v2 the same with another code (its default step 10).
 const counterV1 = await fetch(new URL('../../examples/tools/counter.json', import.meta.url), { cache: 'no-store' }).then((r) => r.json());
@@ -120,8 +124,27 @@ $('strict').onchange = () => {
     }, (e) => { $('fetch-out').textContent = `strict: the server has no tool ${serverToolName}: ${e.message}`; });
   }
 };
+// The live audit of the browser store (direct mode).
+async function renderAudit() {
+  if (!store) return;
+  const rows = (await store.auditRows()).slice(-5);
+  $('audit-out').textContent = rows.length ? rows.map((r) => `${r.at.slice(11, 23)} ${r.verdict.padEnd(5)} ${r.access ?? '-'} ${r.target}  ${r.reason}`).join('\n') : 'no decision yet';
+}
+// A refusal for want of a grant asks the user: allow (a grant in the store, then the call again) or not.
+function askGrant(u, message) {
+  const origin = new URL(u).origin;
+  $('grant-ask').hidden = false;
+  $('grant-text').textContent = `fetcher ${FETCHER_REV.slice(0, 19)}… wants read on ${origin} (${message})`;
+  $('grant-yes').onclick = async () => {
+    await store.grant(FETCHER_REV, origin, 'read');
+    $('grant-ask').hidden = true;
+    $('fetch').click();
+  };
+  $('grant-no').onclick = () => { $('grant-ask').hidden = true; };
+}
 $('fetch').onclick = async () => {
   const u = /** @type {HTMLInputElement} */ ($('url')).value;
+  if (store && host.mode === 'direct') await store.install(DEFS.fetcher);  // the store holds what it grants to
   const strict = host.mode === 'strict' && serverTool;
   const r = strict
     ? await host.call({ tool: serverToolName, revision: serverTool.revision, code: serverTool.code, args: { u } })
@@ -133,10 +156,14 @@ $('fetch').onclick = async () => {
     if (last) text += `\nserver audit #${rows.length}: ${last.capability} ${last.verdict} ${last.target}`;
   }
   $('fetch-out').textContent = text;
+  if (!strict && r.ok && typeof r.value === 'string' && r.value.startsWith('CapabilityError denied') && store) askGrant(u, 'no grant');
+  await renderAudit();
   render();
 };
 
-const permissions = new PopupPermissions();
+// Popup permissions kept in the browser store: a reload remembers the checkbox.
+const permissions = store ? await store.popupPermissions() : new PopupPermissions();
+/** @type {HTMLInputElement} */ ($('perm')).checked = permissions.has(VIEWER, 'custom-html');
 const popups = new PopupHost({ permissions, trusted: [VIEWER] });
 $('perm').onchange = () => {
   if (/** @type {HTMLInputElement} */ ($('perm')).checked) permissions.grant(VIEWER, 'custom-html');
@@ -148,4 +175,5 @@ $('popup').onclick = () => {
   $('popup-out').textContent = r.ok ? 'opened (noopener: the page holds no handle to it)' : `refused: ${r.code}`;
 };
 render();
+await renderAudit();
 /** @type {any} */ (window).demoReady = true;
