@@ -231,5 +231,31 @@ TEST(McpStdioEof, CallsReceivedBeforeStdinClosesStillAnswer) {
   EXPECT_NE(r.err.find("stdin closed; finishing 2 running call(s)"), std::string::npos) << r.err;
 }
 
+// A client gone altogether (stdin closed and its end of stdout closed too) is a
+// disconnect (H5): the running call is cancelled and its sandbox destroyed at
+// once, not left to run to its timeout for nobody.
+TEST(McpStdioEof, AClientGoneAltogetherCancelsTheRunningCall) {
+  TempDir home;
+  install(home, "stuck", js_tool("stuck", "async () => { await new Promise(() => {}); }"));
+  const std::string init =
+      R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},)"
+      R"("clientInfo":{"name":"gone","version":"1"}}})";
+  const std::string ready = R"({"jsonrpc":"2.0","method":"notifications/initialized"})";
+  const std::string stuck = R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"stuck","arguments":{}}})";
+  // `head -c 1` reads the first byte of the answer to initialize and exits: stdout's reader is gone.
+  auto r = run_command({"sh", "-c", "printf '%s\\n' \"$1\" \"$2\" \"$3\" | \"$4\" mcp --timeout 5000 | head -c 1 >/dev/null",
+                        "sh", init, ready, stuck, TYCLI_PATH},
+                       home.path());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const Value log = sandbox_log(home.path());
+  int cancelled = 0, timed_out = 0;
+  for (const auto& d : log) {
+    cancelled += d["tool"] == "stuck" && d["reason"] == "cancelled" ? 1 : 0;
+    timed_out += d["tool"] == "stuck" && d["reason"] == "timeout" ? 1 : 0;
+  }
+  EXPECT_EQ(cancelled, 1) << log.dump();
+  EXPECT_EQ(timed_out, 0) << log.dump();
+}
+
 }  // namespace
 }  // namespace taskyon::testing

@@ -140,13 +140,17 @@ int serve_stdio(Globals& g, const McpArgs& a) {
     // Closed stdin ends the session, but the calls it already sent still
     // answer (each within its own timeout) before the session closes: a
     // client that writes its requests and closes its end (`printf … | tycli
-    // mcp`) loses nothing. A signal, or stdout gone, cancels them instead.
+    // mcp`) loses nothing. A client gone altogether (its end of the stdout
+    // pipe closed too: POLLERR there), a signal, or a failed write cancels
+    // them at once instead (H5: a disconnect destroys the running call's sandbox).
     if (stdin_closed && !stdout_gone && connection.running_calls() > 0) {
       std::cerr << fmt::format("tycli mcp: stdin closed; finishing {} running call(s) first (a signal cancels them)\n",
                                connection.running_calls());
       while (connection.running_calls() > 0 && !stdout_gone) {
-        pollfd wait_signal{wake[0], POLLIN, 0};
-        if (::poll(&wait_signal, 1, 20) > 0) break;
+        pollfd waits[2] = {{wake[0], POLLIN, 0}, {STDOUT_FILENO, 0, 0}};
+        if (::poll(waits, 2, 20) <= 0) continue;
+        if (waits[1].revents & (POLLERR | POLLHUP)) stdout_gone = true;
+        break;
       }
     }
     connection.close();  // H5: running calls cancelled (stored as Cancelled), the session's sandboxes destroyed
