@@ -283,6 +283,14 @@ export function grantedDecider(policy, store) {
       return verdict;
     }
     const { origin, access } = verdict;
+    // A placeholder that is not {{secret:NAME}} is refused, as the CLI's check_headers does.
+    for (const [name, value] of request.headers || []) {
+      if (String(value).split('{{secret:').length - 1 !== [...String(value).matchAll(PLACEHOLDER)].length) {
+        const message = `header "${name}" has a malformed secret placeholder: write {{secret:NAME}}, NAME of [A-Za-z0-9_.-]{1,64}`;
+        await audit('deny', message, origin, access);
+        return { allow: false, code: 'invalid_request', message };
+      }
+    }
     if (!(await store.granted(revision, origin, access))) {
       const message = `no ${access} grant for ${origin} to revision ${revision} (M8)`;
       await audit('deny', message, origin, access);

@@ -91,11 +91,15 @@ const __taskyonStart = (() => {
       if (op === 'set') {
         try { json = stringify(value === undefined ? null : value); } catch (e) { return Promise.reject(new TypeError('storage.set: the value is not JSON: ' + StringCtor(e && e.message))); }
         if (json === undefined) json = 'null';
+        // Past the message limits (validate.js) a request would end the sandbox: refused here instead.
+        if (json.length > 1 << 17) return Promise.reject(capabilityError('too_large', 'a stored value is at most 64 KiB'));
       }
+      key = StringCtor(key);
+      if (key.length > 1024) return Promise.reject(capabilityError('invalid_request', 'a storage key is at most 256 bytes'));
       const req = call.nextReq++;
       return new Promise((resolve, reject) => {
         call.waiting.set(req, { resolve, reject, storage: true });
-        post({ t: 'storage', id: call.id, req, op, key: StringCtor(key), json });
+        post({ t: 'storage', id: call.id, req, op, key, json });
       });
     };
     return Object.freeze({
