@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 
 #include <idn2.h>
 
@@ -47,6 +48,60 @@ std::string percent_decode(std::string_view input) {
     }
     out.push_back(input[i]);
   }
+  return out;
+}
+
+// UTS #46 §5 (IdnaMappingTable) "mapped" entries whose image is one ASCII
+// letter, digit or full stop: fullwidth digits and Latin letters (U+FF10-FF19,
+// U+FF21-FF3A, U+FF41-FF5A), circled Latin letters (U+24B6-24E9), and the
+// full stops U+3002, U+FF0E, U+FF61 (UTS #46 §2.3 label separators). 0 for any
+// other code point.
+constexpr char simple_mapping(char32_t cp) {
+  if (cp >= 0xff10 && cp <= 0xff19) return static_cast<char>('0' + (cp - 0xff10));
+  if (cp >= 0xff21 && cp <= 0xff3a) return static_cast<char>('a' + (cp - 0xff21));
+  if (cp >= 0xff41 && cp <= 0xff5a) return static_cast<char>('a' + (cp - 0xff41));
+  if (cp >= 0x24b6 && cp <= 0x24cf) return static_cast<char>('a' + (cp - 0x24b6));
+  if (cp >= 0x24d0 && cp <= 0x24e9) return static_cast<char>('a' + (cp - 0x24d0));
+  if (cp == 0x3002 || cp == 0xff0e || cp == 0xff61) return '.';
+  return 0;
+}
+
+// The UTS #46 result for a domain whose every non-ASCII code point has a
+// simple_mapping, when the mapped string is ASCII letters, digits and dots
+// only, in labels of 1 to 63 bytes (none "xn--"), at most 253 bytes: such a
+// string is NFC, holds no joiner, no bidi and no hyphen, so ToASCII (UTS #46
+// §4.2, CheckHyphens = false, UseSTD3ASCIIRules = false) returns the mapping
+// itself, as libidn2 does (the IdnaFastPath tests compare both on every
+// mapped code point). nullopt: not such a domain; libidn2 decides.
+std::optional<std::string> simply_mapped(std::string_view domain) {
+  std::string out;
+  out.reserve(domain.size());
+  const auto* p = reinterpret_cast<const unsigned char*>(domain.data());
+  std::size_t label = 0;
+  for (std::size_t i = 0; i < domain.size();) {
+    char c = static_cast<char>(p[i]);
+    if (p[i] < 0x80) {
+      ++i;
+      if (is_ascii_alpha_upper(p[i - 1])) c = static_cast<char>(c + 0x20);
+    } else {
+      // is_utf8() has passed: the lead byte gives the length.
+      if (p[i] < 0xe0 || p[i] >= 0xf0 || i + 3 > domain.size()) return std::nullopt;
+      const char32_t cp = static_cast<char32_t>((p[i] & 0x0f) << 12 | (p[i + 1] & 0x3f) << 6 | (p[i + 2] & 0x3f));
+      c = simple_mapping(cp);
+      if (c == 0) return std::nullopt;
+      i += 3;
+    }
+    if (c == '.') {
+      if (label == 0) return std::nullopt;
+      label = 0;
+    } else if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9')) {
+      if (++label > 63) return std::nullopt;  // no '-' is kept, so no label is "xn--"
+    } else {
+      return std::nullopt;
+    }
+    out += c;
+  }
+  if (label == 0 || out.size() > 253) return std::nullopt;
   return out;
 }
 
@@ -103,6 +158,16 @@ std::expected<std::string, Failure> domain_to_ascii(std::string_view domain) {
     out[i] = static_cast<char>(is_ascii_alpha_upper(c) ? c + 0x20 : c);
   }
   if (idna) {
+    if (auto mapped = simply_mapped(domain)) return std::move(*mapped);
+    return domain_to_ascii_idn2(domain);
+  }
+  if (out.empty()) return std::unexpected(Failure{"domain-to-ASCII"});
+  return out;
+}
+
+std::expected<std::string, Failure> domain_to_ascii_idn2(std::string_view domain) {
+  std::string out;
+  {
     // UTS #46 ToASCII, nontransitional ("faß" stays "faß"), with input NFC.
     // libidn2 cannot see past a NUL; NUL is forbidden anyway.
     if (domain.find('\0') != std::string_view::npos) return std::unexpected(Failure{"domain-invalid-code-point"});

@@ -30,7 +30,13 @@ void append_ipv6(std::string& out, const IpAddress::Pieces& pieces);
 // Domain to ASCII (§3.3) with beStrict = false: ASCII input with no "xn--"
 // label is lower-cased here; anything else goes through libidn2's UTS #46
 // processing (nontransitional, NFC). Then the forbidden-domain-code-point check.
+// A non-ASCII domain whose code points all map to ASCII letters, digits or
+// full stops under UTS #46 (fullwidth, circled, "。") is mapped here too; see
+// simply_mapped() in host.cc for the exact conditions.
 std::expected<std::string, Failure> domain_to_ascii(std::string_view domain_utf8);
+// The libidn2 path of domain_to_ascii() alone, for any domain: what the fast
+// paths above must agree with (tests compare them).
+std::expected<std::string, Failure> domain_to_ascii_idn2(std::string_view domain_utf8);
 
 // parse_host() for input already known to be UTF-8 (the URL parser checks
 // the whole input once).
