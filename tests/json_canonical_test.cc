@@ -266,3 +266,30 @@ TEST(JsonHash, RecognisesContentIds) {
 
 }  // namespace
 }  // namespace taskyon::json
+
+namespace taskyon::json {
+namespace {
+
+// The word-at-a-time scan (canonical.cc) must agree with a byte-by-byte
+// JSON.stringify escaper for every escape class at every offset of a word.
+TEST(JsonCanonical, EscapesAtEveryWordOffset) {
+  const std::string specials[] = {"\"", "\\", "\n", "\x01", "\x1f", "\x7f", " ", "\xc2\xb0", "\xf0\x9f\x98\x80"};
+  for (const std::string& special : specials) {
+    for (std::size_t offset = 0; offset < 20; ++offset) {
+      const std::string text = std::string(offset, 'a') + special + std::string(9, 'b');
+      std::string expected = "\"" + std::string(offset, 'a');
+      if (special == "\"") expected += "\\\"";
+      else if (special == "\\") expected += "\\\\";
+      else if (special == "\n") expected += "\\n";
+      else if (special == "\x01") expected += "\\u0001";
+      else if (special == "\x1f") expected += "\\u001f";
+      else expected += special;
+      expected += std::string(9, 'b') + "\"";
+      EXPECT_EQ(canonical(Value(text)), expected) << offset;
+      EXPECT_EQ(canonical(Value::object({{text, 1}})), "{" + expected + ":1}") << offset;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace taskyon::json
