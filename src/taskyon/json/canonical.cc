@@ -10,7 +10,7 @@
 // taken in the order nlohmann's std::map already keeps them (UTF-8 byte order
 // = code point order) and re-sorted only when a name has a character at or
 // above U+E000, the one place UTF-16 order differs, and the bytes can go
-// straight into a SHA-256 context (canonical_sha256.h) instead of a string.
+// straight into a SHA-256 context (canonical_sink.h) instead of a string.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -63,52 +63,15 @@ std::optional<char32_t> next_code_point(std::string_view s, std::size_t& i) {
   return cp;
 }
 
-// Eight bytes of `s` from `i` (a memcpy: no alignment or aliasing assumed).
-std::uint64_t word_at(std::string_view s, std::size_t i) {
-  std::uint64_t w;
-  std::memcpy(&w, s.data() + i, sizeof w);
-  return w;
-}
-
-constexpr std::uint64_t kOnes = 0x0101010101010101ull;
-constexpr std::uint64_t kHighs = 0x8080808080808080ull;
-
-// Whether any byte of `w` is zero (the classic SWAR test: exact for "any",
-// byte order does not matter). Portable C++: the wasm build compiles this too.
-constexpr bool has_zero_byte(std::uint64_t w) { return ((w - kOnes) & ~w & kHighs) != 0; }
-
-// Whether none of the eight bytes needs more than copying into a JSON string
-// (RFC 8785 §3.2.2.2): each is ASCII (< 0x80), not a control (< 0x20), not
-// '"' and not '\\'. The fast path of write_string and is_utf8.
-constexpr bool plain_ascii_word(std::uint64_t w) {
-  if ((w & kHighs) != 0) return false;                     // a byte >= 0x80
-  if (((w - 0x20 * kOnes) & ~w & kHighs) != 0) return false;  // a byte < 0x20 (all are < 0x80 here)
-  return !has_zero_byte(w ^ (0x22 * kOnes)) && !has_zero_byte(w ^ (0x5C * kOnes));
-}
-
 // True if the UTF-8 text is well-formed (an ASCII run is checked in one pass).
 bool is_utf8(std::string_view s) {
   for (std::size_t i = 0; i < s.size();) {
-    if (i + 8 <= s.size() && (word_at(s, i) & kHighs) == 0) {
-      i += 8;
-      continue;
-    }
     if (static_cast<unsigned char>(s[i]) < 0x80) {
       ++i;
       continue;
     }
     if (!next_code_point(s, i)) return false;
   }
-  return true;
-}
-
-// True if every byte is below 0x80 (eight at a time).
-bool is_ascii(std::string_view s) {
-  std::size_t i = 0;
-  for (; i + 8 <= s.size(); i += 8)
-    if ((word_at(s, i) & kHighs) != 0) return false;
-  for (; i < s.size(); ++i)
-    if (static_cast<unsigned char>(s[i]) >= 0x80) return false;
   return true;
 }
 
@@ -137,47 +100,107 @@ bool utf16_less(std::string_view a, std::string_view b) {
   return rank(next_code_point(a, i)) < rank(next_code_point(b, j));
 }
 
+// Word-at-a-time scanning (8 bytes in a std::uint64_t, portable C++: the
+// wasm build compiles this too). Each test is the classic "has a zero byte"
+// bit trick; it has no false negatives, so a clean word really is clean.
+constexpr std::uint64_t kOnes = 0x0101010101010101u;
+constexpr std::uint64_t kHighBits = 0x8080808080808080u;
+
+std::uint64_t load8(const char* p) {
+  std::uint64_t w;
+  std::memcpy(&w, p, sizeof w);
+  return w;
+}
+
+// Nonzero if a byte of w is '"', '\\', below 0x20 or at or above 0x80.
+constexpr std::uint64_t needs_look(std::uint64_t w) {
+  const std::uint64_t quote = w ^ (kOnes * '"');
+  const std::uint64_t backslash = w ^ (kOnes * '\\');
+  return (((w - kOnes * 0x20) & ~w) | ((quote - kOnes) & ~quote) | ((backslash - kOnes) & ~backslash) | w) &
+         kHighBits;
+}
+
+// A byte JSON.stringify copies as it is: printable ASCII other than '"' and '\\'.
+constexpr bool is_plain(unsigned char c) { return c >= 0x20 && c < 0x80 && c != '"' && c != '\\'; }
+
+// The first byte at or after p that is not plain, or end.
+const char* skip_plain(const char* p, const char* end) {
+  while (end - p >= 8 && !needs_look(load8(p))) p += 8;
+  while (p != end && is_plain(static_cast<unsigned char>(*p))) ++p;
+  return p;
+}
+
+// True if a byte of s is at or above 0x80.
+bool has_high_byte(std::string_view s) {
+  const char* p = s.data();
+  const char* const end = p + s.size();
+  std::uint64_t any = 0;
+  for (; end - p >= 8; p += 8) any |= load8(p);
+  for (; p != end; ++p) any |= static_cast<unsigned char>(*p);
+  return (any & kHighBits) != 0;
+}
+
+template <typename Sink>
+void write_escape(Sink& out, unsigned char c) {
+  switch (c) {
+    case '"': out.append("\\\"", 2); break;
+    case '\\': out.append("\\\\", 2); break;
+    case '\b': out.append("\\b", 2); break;
+    case '\f': out.append("\\f", 2); break;
+    case '\n': out.append("\\n", 2); break;
+    case '\r': out.append("\\r", 2); break;
+    case '\t': out.append("\\t", 2); break;
+    default: {
+      const char u[6] = {'\\', 'u', '0', '0', kHex[c >> 4], kHex[c & 0xF]};
+      out.append(u, 6);
+    }
+  }
+}
+
 // A JSON string as JSON.stringify writes it (RFC 8785 §3.2.2.2): the two-letter
 // escapes \" \\ \b \f \n \r \t, \u00xx in lower-case hex for the other
 // controls below U+0020, every other character (DEL, U+2028, non-ASCII) as
-// its UTF-8 bytes. False if `s` is not UTF-8.
+// its UTF-8 bytes. With `comma` a ',' goes first, with `colon` a ':' after it
+// (a member name). The bytes between two escapes are copied in one piece; a
+// string with none (the usual case) is one copy into the sink. False if `s`
+// is not UTF-8.
 template <typename Sink>
-bool write_string(Sink& out, std::string_view s) {
-  out.push('"');
-  std::size_t run = 0;  // start of the bytes not yet written
-  for (std::size_t i = 0; i < s.size();) {
-    if (i + 8 <= s.size() && plain_ascii_word(word_at(s, i))) {  // eight plain bytes at once
-      i += 8;
-      continue;
-    }
-    const unsigned char c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x20 && c != '"' && c != '\\' && c < 0x80) {
-      ++i;
-      continue;
-    }
-    if (c >= 0x80) {
-      if (!next_code_point(s, i)) return false;
-      continue;
-    }
-    out.append(s.substr(run, i - run));
-    ++i;
-    run = i;
-    switch (c) {
-      case '"': out.append("\\\""); break;
-      case '\\': out.append("\\\\"); break;
-      case '\b': out.append("\\b"); break;
-      case '\f': out.append("\\f"); break;
-      case '\n': out.append("\\n"); break;
-      case '\r': out.append("\\r"); break;
-      case '\t': out.append("\\t"); break;
-      default: {
-        const char u[6] = {'\\', 'u', '0', '0', kHex[c >> 4], kHex[c & 0xF]};
-        out.append(std::string_view(u, 6));
-      }
-    }
+bool write_string(Sink& out, std::string_view s, bool comma = false, bool colon = false) {
+  const char* const begin = s.data();
+  const char* const end = begin + s.size();
+  const char* next = skip_plain(begin, end);
+  const std::size_t extra = 2 + comma + colon;
+  if (next == end && s.size() <= Sink::kSize - extra) {
+    char* o = out.room(s.size() + extra);
+    char* const start = o;
+    if (comma) *o++ = ',';
+    *o++ = '"';
+    std::memcpy(o, begin, s.size());
+    o += s.size();
+    *o++ = '"';
+    if (colon) *o++ = ':';
+    out.wrote(static_cast<std::size_t>(o - start));
+    return true;
   }
-  out.append(s.substr(run));
+  if (comma) out.push(',');
   out.push('"');
+  const char* run = begin;  // start of the bytes not yet written
+  while (next != end) {
+    const unsigned char c = static_cast<unsigned char>(*next);
+    if (c >= 0x80) {
+      std::size_t i = static_cast<std::size_t>(next - begin);
+      if (!next_code_point(s, i)) return false;
+      next = skip_plain(begin + i, end);
+      continue;
+    }
+    out.append(run, static_cast<std::size_t>(next - run));
+    write_escape(out, c);
+    run = ++next;
+    next = skip_plain(next, end);
+  }
+  out.append(run, static_cast<std::size_t>(end - run));
+  out.push('"');
+  if (colon) out.push(':');
   return true;
 }
 
@@ -185,8 +208,10 @@ bool write_string(Sink& out, std::string_view s) {
 // §3.2.2.3) keeps it: the double is the integer exactly, or its RFC 8785 form
 // is the integer's own decimal text (what parse() gives for canonical text
 // such as 1152921504606847000).
+constexpr std::uint64_t kExactIntegers = std::uint64_t{1} << 53;  // every integer up to 2^53 is a double
+
 bool integer_survives(std::uint64_t magnitude) {
-  if (magnitude <= (std::uint64_t{1} << 53)) return true;
+  if (magnitude <= kExactIntegers) return true;
   const double d = static_cast<double>(magnitude);
   if (d < 18446744073709551616.0 && static_cast<std::uint64_t>(d) == magnitude) return true;
   const auto text = format_number(d);
@@ -219,16 +244,18 @@ struct Member {
   const Value* value;
 };
 
+constexpr std::size_t kMapOrder = static_cast<std::size_t>(-1);
+
 // An open array or object; `next` counts the elements already started.
-// Objects are walked in their map's order (`it`), or in `members` when a name
-// makes UTF-16 order differ from it.
+// Objects are walked in their map's order (`it`), or, when a name makes UTF-16
+// order differ from it, in the writer's `sorted_` from index `sorted`.
 struct Frame {
-  const Value* container;
   bool object = false;
   std::size_t size = 0;
   std::size_t next = 0;
+  const Value* elements = nullptr;  // an array's
   Value::object_t::const_iterator it{};
-  std::vector<Member> members;
+  std::size_t sorted = kMapOrder;
 };
 
 template <typename Sink>
@@ -242,29 +269,31 @@ class Writer {
       Frame& top = stack_.back();
       if (top.next == top.size) {
         out_.push(top.object ? '}' : ']');
+        if (top.sorted != kMapOrder) sorted_.resize(top.sorted);
         stack_.pop_back();
         continue;
       }
-      if (top.next > 0) out_.push(',');
+      const bool comma = top.next > 0;
       const Value* child = nullptr;
       if (top.object) {
         const std::string* name = nullptr;
-        if (top.members.empty()) {
+        if (top.sorted == kMapOrder) {
           name = &top.it->first;
           child = &top.it->second;
           ++top.it;
         } else {
-          name = top.members[top.next].name;
-          child = top.members[top.next].value;
+          name = sorted_[top.sorted + top.next].name;
+          child = sorted_[top.sorted + top.next].value;
         }
-        write_string(out_, *name);  // checked when the frame was opened
-        out_.push(':');
+        write_string(out_, *name, comma, true);  // checked when the frame was opened
       } else {
-        child = &(*top.container)[top.next];
+        if (comma) out_.push(',');
+        child = top.elements + top.next;
       }
       ++top.next;
       if (auto failed = start(*child)) return failed;
     }
+    out_.flush();
     return std::nullopt;
   }
 
@@ -272,32 +301,40 @@ class Writer {
   // Writes a scalar, or opens a container and pushes its frame.
   std::optional<Error> start(const Value& v) {
     switch (v.type()) {
-      case Value::value_t::null: out_.append("null"); return std::nullopt;
-      case Value::value_t::boolean: out_.append(v.get<bool>() ? "true" : "false"); return std::nullopt;
-      case Value::value_t::number_float: return number(v.get<double>());
+      case Value::value_t::string:
+        if (!write_string(out_, *v.get_ptr<const std::string*>())) {
+          return error("string is not valid UTF-8 (RFC 8785 §3.1 needs Unicode text)", pointer());
+        }
+        return std::nullopt;
       case Value::value_t::number_integer: {
-        const auto n = v.get<std::int64_t>();
+        const std::int64_t n = *v.get_ptr<const std::int64_t*>();
         const std::uint64_t magnitude = n < 0 ? 0 - static_cast<std::uint64_t>(n) : static_cast<std::uint64_t>(n);
-        if (magnitude <= (std::uint64_t{1} << 53)) return integer(n);  // the double is n; its text is n's digits
+        if (magnitude <= kExactIntegers) return integer(n);  // the double is n; its text is n's digits
         if (!integer_survives(magnitude)) return inexact(std::to_string(n), static_cast<double>(n));
         return number(static_cast<double>(n));
       }
       case Value::value_t::number_unsigned: {
-        const auto n = v.get<std::uint64_t>();
-        if (n <= (std::uint64_t{1} << 53)) return integer(static_cast<std::int64_t>(n));
+        const std::uint64_t n = *v.get_ptr<const std::uint64_t*>();
+        if (n <= kExactIntegers) return integer(static_cast<std::int64_t>(n));
         if (!integer_survives(n)) return inexact(std::to_string(n), static_cast<double>(n));
         return number(static_cast<double>(n));
       }
-      case Value::value_t::string:
-        if (!write_string(out_, v.get_ref<const std::string&>())) {
-          return error("string is not valid UTF-8 (RFC 8785 §3.1 needs Unicode text)", pointer());
+      case Value::value_t::number_float: return number(*v.get_ptr<const double*>());
+      case Value::value_t::object: return open_object(v);
+      case Value::value_t::array: {
+        const auto& elements = *v.get_ptr<const Value::array_t*>();
+        out_.push('[');
+        stack_.push_back(Frame{false, elements.size(), 0, elements.data(), {}, kMapOrder});
+        return std::nullopt;
+      }
+      case Value::value_t::boolean:
+        if (*v.get_ptr<const bool*>()) {
+          out_.append("true", 4);
+        } else {
+          out_.append("false", 5);
         }
         return std::nullopt;
-      case Value::value_t::array:
-        out_.push('[');
-        stack_.push_back(Frame{&v, false, v.size(), 0, {}, {}});
-        return std::nullopt;
-      case Value::value_t::object: return open_object(v);
+      case Value::value_t::null: out_.append("null", 4); return std::nullopt;
       case Value::value_t::binary: return error("a binary value has no JSON form", pointer());
       case Value::value_t::discarded: break;
     }
@@ -305,11 +342,12 @@ class Writer {
   }
 
   std::optional<Error> open_object(const Value& v) {
-    const auto& map = v.get_ref<const Value::object_t&>();
-    Frame frame{&v, true, map.size(), 0, map.begin(), {}};
+    const auto& map = *v.get_ptr<const Value::object_t*>();
+    Frame frame{true, map.size(), 0, nullptr, map.begin(), kMapOrder};
+    // ASCII names (the usual case) are UTF-8 and keep the map's order.
     bool reorder = false;
     for (const auto& [name, value] : map) {
-      if (is_ascii(name)) continue;  // valid UTF-8, and UTF-16 order is byte order
+      if (!has_high_byte(name)) continue;
       if (!is_utf8(name)) {
         std::string where = pointer();
         append_pointer_token(where, name);
@@ -318,23 +356,24 @@ class Writer {
       reorder = reorder || may_reorder(name);
     }
     if (reorder) {
-      frame.members.reserve(map.size());
-      for (const auto& [name, value] : map) frame.members.push_back(Member{&name, &value});
+      frame.sorted = sorted_.size();
+      for (const auto& [name, value] : map) sorted_.push_back(Member{&name, &value});
       // Member names are unique, so the order is total and std::sort is
       // deterministic (std::stable_sort's temporary buffer is deprecated
       // API in libstdc++ 12, an error for clang-19 under -Werror).
-      std::sort(frame.members.begin(), frame.members.end(),
+      std::sort(sorted_.begin() + static_cast<std::ptrdiff_t>(frame.sorted), sorted_.end(),
                 [](const Member& a, const Member& b) { return utf16_less(*a.name, *b.name); });
     }
     out_.push('{');
-    stack_.push_back(std::move(frame));
+    stack_.push_back(frame);
     return std::nullopt;
   }
 
+  // |n| <= 2^53: the double is n and its Number::toString is n's digits.
   std::optional<Error> integer(std::int64_t n) {
-    char buf[24];
-    const auto end = std::to_chars(buf, buf + sizeof buf, n).ptr;
-    out_.append(std::string_view(buf, static_cast<std::size_t>(end - buf)));
+    constexpr std::size_t kMax = 21;  // "-9223372036854775808"
+    char* o = out_.room(kMax);
+    out_.wrote(static_cast<std::size_t>(std::to_chars(o, o + kMax, n).ptr - o));
     return std::nullopt;
   }
 
@@ -343,10 +382,16 @@ class Writer {
       auto text = format_number(d);  // the NaN / Infinity message
       return error(text ? std::string("not a finite number") : text.error().message, pointer());
     }
-    char buf[detail::kNumberTextMax];
-    const std::size_t length = detail::write_number(buf, d);
+    // An integral double of at most 2^53 writes as that integer (its digits
+    // are the shortest that round-trip: every other decimal is >= 1 away);
+    // -0 is "0" both ways.
+    if (std::fabs(d) <= static_cast<double>(kExactIntegers) && d == std::trunc(d)) {
+      return integer(static_cast<std::int64_t>(d));
+    }
+    char* o = out_.room(detail::kNumberTextMax);
+    const std::size_t length = detail::write_number(o, d);
     if (length == 0) return error("std::to_chars failed on a finite double", pointer());
-    out_.append(std::string_view(buf, length));
+    out_.wrote(length);
     return std::nullopt;
   }
 
@@ -366,7 +411,7 @@ class Writer {
     std::string out;
     for (const Frame& f : stack_) {
       if (f.object) {
-        append_pointer_token(out, f.members.empty() ? std::prev(f.it)->first : *f.members[f.next - 1].name);
+        append_pointer_token(out, f.sorted == kMapOrder ? std::prev(f.it)->first : *sorted_[f.sorted + f.next - 1].name);
       } else {
         out += "/" + std::to_string(f.next - 1);
       }
@@ -376,6 +421,7 @@ class Writer {
 
   Sink& out_;
   std::vector<Frame> stack_;
+  std::vector<Member> sorted_;  // the sorted members of the open objects that need it, outermost first
 };
 
 }  // namespace

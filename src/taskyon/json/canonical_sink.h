@@ -1,6 +1,9 @@
 // Internal to json/: where the canonical writer (canonical.cc) puts its bytes.
-// StringSink builds the text; Sha256Sink feeds the bytes to SHA-256 in 8 KiB
-// blocks and never holds the whole text (content_id_of).
+// Both sinks collect the text in a 16 KiB buffer and hand it on in blocks of
+// up to that size: StringSink to a std::string, Sha256Sink to SHA-256 (it
+// never holds the whole text; content_id_of). The writer asks for room(n) and
+// formats straight into the buffer, so a number or a short member name costs
+// one bounds check and no copy.
 #pragma once
 
 #include <cstddef>
@@ -14,39 +17,68 @@
 
 namespace taskyon::json {
 
-struct StringSink {
-  std::string out;
-  void push(char c) { out.push_back(c); }
-  void append(std::string_view s) { out.append(s); }
-};
-
-class Sha256Sink {
+// Drain: a base with drain(const char*, std::size_t), called with every byte
+// once, in order.
+template <typename Drain>
+class BufferedSink : public Drain {
  public:
-  Sha256Sink() {
-    if (!ctx_ || EVP_DigestInit_ex(ctx_, md(), nullptr) != 1) die();
+  static constexpr std::size_t kSize = 16384;
+
+  // At least n <= kSize writable bytes; wrote(k) keeps the first k of them.
+  char* room(std::size_t n) {
+    if (kSize - used_ < n) flush();
+    return buf_ + used_;
   }
-  Sha256Sink(const Sha256Sink&) = delete;
-  Sha256Sink& operator=(const Sha256Sink&) = delete;
-  ~Sha256Sink() { EVP_MD_CTX_free(ctx_); }
+  void wrote(std::size_t k) { used_ += k; }
 
   void push(char c) {
-    if (used_ == sizeof buf_) flush();
+    if (used_ == kSize) flush();
     buf_[used_++] = c;
   }
-  void append(std::string_view s) {
-    if (s.size() > sizeof buf_ - used_) {
+  void append(const char* p, std::size_t n) {
+    if (n > kSize - used_) {
       flush();
-      if (s.size() >= sizeof buf_) {
-        update(s.data(), s.size());
+      if (n >= kSize) {
+        this->drain(p, n);
         return;
       }
     }
-    std::memcpy(buf_ + used_, s.data(), s.size());
-    used_ += s.size();
+    std::memcpy(buf_ + used_, p, n);
+    used_ += n;
   }
-  // Lower-case hex digest of every byte written; call once.
+  void append(std::string_view s) { append(s.data(), s.size()); }
+
+  // Hands on what is buffered; the writer calls it once at the end.
+  void flush() {
+    if (used_) this->drain(buf_, used_);
+    used_ = 0;
+  }
+
+ private:
+  std::size_t used_ = 0;
+  char buf_[kSize];
+};
+
+struct StringDrain {
+  std::string out;
+  void drain(const char* p, std::size_t n) { out.append(p, n); }
+};
+using StringSink = BufferedSink<StringDrain>;
+
+class Sha256Drain {
+ public:
+  Sha256Drain() {
+    if (!ctx_ || EVP_DigestInit_ex(ctx_, md(), nullptr) != 1) die();
+  }
+  Sha256Drain(const Sha256Drain&) = delete;
+  Sha256Drain& operator=(const Sha256Drain&) = delete;
+  ~Sha256Drain() { EVP_MD_CTX_free(ctx_); }
+
+  void drain(const char* p, std::size_t n) {
+    if (EVP_DigestUpdate(ctx_, p, n) != 1) die();
+  }
+  // Lower-case hex digest of every byte drained; call once, after flush().
   std::string hex() {
-    flush();
     unsigned char digest[EVP_MAX_MD_SIZE];
     unsigned int length = 0;
     if (EVP_DigestFinal_ex(ctx_, digest, &length) != 1 || length != 32) die();
@@ -65,21 +97,13 @@ class Sha256Sink {
     static const EVP_MD* sha256 = EVP_sha256();
     return sha256;
   }
-  void flush() {
-    if (used_) update(buf_, used_);
-    used_ = 0;
-  }
-  void update(const void* p, std::size_t n) {
-    if (EVP_DigestUpdate(ctx_, p, n) != 1) die();
-  }
   // As sha256_hex (hash.cc): a host whose SHA-256 fails cannot go on.
   [[noreturn]] static void die() {
     std::fputs("taskyon: OpenSSL SHA-256 failed\n", stderr);
     std::abort();
   }
   EVP_MD_CTX* ctx_ = EVP_MD_CTX_new();
-  std::size_t used_ = 0;
-  char buf_[8192];
 };
+using Sha256Sink = BufferedSink<Sha256Drain>;
 
 }  // namespace taskyon::json
