@@ -697,6 +697,14 @@ TEST_F(SeccompTest, DeniesEveryChangeOfFileMetadata) {
   auto result = in_child([&] {
     load();
     try_metadata_changes(canary.c_str(), EPERM);
+    // Denied by number whatever the kernel (6.17 added file_setattr): inode flags by path,
+    // and the generation number by ioctl.
+    char file_attr[24] = {};
+    CHILD_EXPECT_ERRNO(::syscall(469 /* file_setattr */, AT_FDCWD, canary.c_str(), file_attr, sizeof file_attr, 0), EPERM);
+    const int fd = ::open(canary.c_str(), O_RDONLY | O_CLOEXEC);
+    long version = 7;
+    CHILD_EXPECT_ERRNO(::ioctl(fd, 0x40087602 /* FS_IOC_SETVERSION */, &version), EPERM);
+    CHILD_EXPECT_ERRNO(::ioctl(fd, 0x40047602 /* FS_IOC32_SETVERSION */, &version), EPERM);
   });
   EXPECT_TRUE(result.passed()) << result.describe();
   const Metadata after = metadata_of(canary);

@@ -159,8 +159,8 @@ std::vector<Layer> describe_layers(const Support& s) {
       L("seccomp", "seccomp filter", s.seccomp,
        s.seccomp ? "libseccomp, exported to BPF on the host" : "no seccomp filters",
        "socket(), fork/vfork/non-thread clone, exec after start, io_uring, ptrace, process_vm_*, unshare, setns, "
-       "mount, bpf, perf_event_open, keyctl, userfaultfd; chmod/chown/utimes/xattr changes and inode-flag ioctls "
-       "on any file; prlimit, setpriority, sched_*, ioprio on any process but itself"),
+       "mount, bpf, perf_event_open, keyctl, userfaultfd; chmod/chown/utimes/xattr changes, inode-flag ioctls and "
+       "file_setattr on any file; prlimit, setpriority, sched_*, ioprio on any process but itself"),
       L("environment", "explicit minimal environment", true, "the host passes an explicit environment, nothing inherited (Node: empty)",
        "the host's environment variables: API keys, tokens, HOME, PATH"),
       L("node-permission", "Node permission model (runtime, not a boundary)", true,

@@ -33,9 +33,11 @@ constexpr std::uint64_t kNamespaceFlags[] = {CLONE_NEWNS,  CLONE_NEWCGROUP, CLON
 constexpr int kFchmodat2 = 452;
 constexpr int kSetxattrat = 463;
 constexpr int kRemovexattrat = 466;
+constexpr int kFileSetattr = 469;  // Linux 6.17: FS_IOC_FSSETXATTR's inode flags by path
 
-// FS_IOC_SETFLAGS, FS_IOC32_SETFLAGS, FS_IOC_FSSETXATTR (<linux/fs.h>).
-constexpr std::uint32_t kInodeFlagIoctls[] = {0x40086602u, 0x40046602u, 0x401c5820u};
+// FS_IOC_SETFLAGS, FS_IOC32_SETFLAGS, FS_IOC_FSSETXATTR, FS_IOC_SETVERSION,
+// FS_IOC32_SETVERSION (<linux/fs.h>): inode flags and the generation number.
+constexpr std::uint32_t kInodeFlagIoctls[] = {0x40086602u, 0x40046602u, 0x401c5820u, 0x40087602u, 0x40047602u};
 
 struct Context {
   scmp_filter_ctx ctx;
@@ -126,7 +128,7 @@ Result<void> add_rules(scmp_filter_ctx ctx, const AllowedExec& exec, Exceptions 
                       SCMP_SYS(utime), SCMP_SYS(utimes), SCMP_SYS(utimensat), SCMP_SYS(futimesat),
                       SCMP_SYS(setxattr), SCMP_SYS(lsetxattr), SCMP_SYS(fsetxattr), kSetxattrat,
                       SCMP_SYS(removexattr), SCMP_SYS(lremovexattr), SCMP_SYS(fremovexattr), kRemovexattrat,
-                      SCMP_SYS(process_mrelease)},
+                      kFileSetattr, SCMP_SYS(process_mrelease)},
                      eperm);
       !ok) {
     return ok;
