@@ -185,15 +185,23 @@ export class Sandbox {
     }
   }
 
-  // context.storage (S7): decided in the host page by o.storage (store.js storageCapability) with
-  // this sandbox's revision and tool (M3: the channel's, never the message's); refused without one.
-  async _onStorage(m) {
+  // The running call, with request m.req counted in it; null (the sandbox destroyed) for a repeated
+  // request id or one past LIMITS.requestsPerCall, fetch and storage together.
+  _admitRequest(m) {
     const call = this._call;
     if (call.requests.has(m.req) || call.requests.size >= LIMITS.requestsPerCall) {
       this.destroy('protocol_error', `a repeated request id or more than ${LIMITS.requestsPerCall} requests in one call`);
-      return;
+      return null;
     }
     call.requests.add(m.req);
+    return call;
+  }
+
+  // context.storage (S7): decided in the host page by o.storage (store.js storageCapability) with
+  // this sandbox's revision and tool (M3: the channel's, never the message's); refused without one.
+  async _onStorage(m) {
+    const call = this._admitRequest(m);
+    if (!call) return;
     let r;
     try {
       r = this._o.storage
@@ -208,12 +216,8 @@ export class Sandbox {
   }
 
   async _onFetch(m) {
-    const call = this._call;
-    if (call.requests.has(m.req) || call.requests.size >= LIMITS.requestsPerCall) {
-      this.destroy('protocol_error', `a repeated request id or more than ${LIMITS.requestsPerCall} requests in one call`);
-      return;
-    }
-    call.requests.add(m.req);
+    const call = this._admitRequest(m);
+    if (!call) return;
     const reply = (r) => {
       if (this._call === call && this.state === 'busy') this.port.postMessage({ t: 'fetch_result', id: call.id, req: m.req, ...r }, r.body ? [r.body] : []);
     };
