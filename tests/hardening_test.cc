@@ -637,6 +637,7 @@ TEST_F(SeccompTest, DeniesTheKernelAttackSurface) {
     CHILD_EXPECT_ERRNO(::syscall(SYS_pivot_root, "/", "/"), EPERM);
     CHILD_EXPECT_ERRNO(::syscall(SYS_fsopen, "tmpfs", 0), EPERM);
     CHILD_EXPECT_ERRNO(::syscall(SYS_open_tree, AT_FDCWD, "/", 0), EPERM);
+    CHILD_EXPECT_ERRNO(::syscall(467 /* open_tree_attr, by number */, AT_FDCWD, "/", 0, nullptr, 0), EPERM);
     CHILD_EXPECT_ERRNO(::syscall(SYS_open_by_handle_at, AT_FDCWD, nullptr, 0), EPERM);
     CHILD_EXPECT_ERRNO(::syscall(SYS_bpf, 0, nullptr, 0), EPERM);
     perf_event_attr attr{};

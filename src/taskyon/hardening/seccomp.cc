@@ -33,6 +33,7 @@ constexpr std::uint64_t kNamespaceFlags[] = {CLONE_NEWNS,  CLONE_NEWCGROUP, CLON
 constexpr int kFchmodat2 = 452;
 constexpr int kSetxattrat = 463;
 constexpr int kRemovexattrat = 466;
+constexpr int kOpenTreeAttr = 467;  // Linux 6.15: open_tree with mount attributes (the open_tree family)
 constexpr int kFileSetattr = 469;  // Linux 6.17: FS_IOC_FSSETXATTR's inode flags by path
 
 // FS_IOC_SETFLAGS, FS_IOC32_SETFLAGS, FS_IOC_FSSETXATTR, FS_IOC_SETVERSION,
@@ -117,7 +118,7 @@ Result<void> add_rules(scmp_filter_ctx ctx, const AllowedExec& exec, Exceptions 
                SCMP_SYS(process_madvise), SCMP_SYS(pidfd_getfd), SCMP_SYS(kcmp),
                SCMP_SYS(unshare), SCMP_SYS(setns),
                SCMP_SYS(mount), SCMP_SYS(umount2), SCMP_SYS(pivot_root), SCMP_SYS(chroot),
-               SCMP_SYS(open_tree), SCMP_SYS(move_mount), SCMP_SYS(fsopen), SCMP_SYS(fsconfig),
+               SCMP_SYS(open_tree), kOpenTreeAttr, SCMP_SYS(move_mount), SCMP_SYS(fsopen), SCMP_SYS(fsconfig),
                SCMP_SYS(fsmount), SCMP_SYS(fspick), SCMP_SYS(mount_setattr), SCMP_SYS(open_by_handle_at),
                SCMP_SYS(bpf), SCMP_SYS(perf_event_open), SCMP_SYS(userfaultfd),
                SCMP_SYS(keyctl), SCMP_SYS(add_key), SCMP_SYS(request_key)},
