@@ -550,6 +550,49 @@ TEST_P(EscapePython, META_StatTheShadowFile) {
   EXPECT_EQ(r["stat_home"], "err:FileNotFoundError:2");
 }
 
+// Issue 11 item 3: the root holds the interpreter's files and trees, not the
+// host's /usr: other programs and data under /usr, and the host's /etc, are
+// not there (stat, access, readlink and open answer ENOENT); a file the
+// interpreter is given cannot be written (read-only: EROFS, or Landlock's
+// EACCES where the mount is not the denial's first word).
+TEST_P(EscapePython, META_StatHostPathsTheInterpreterDoesNotNeed) {
+  const Value r = attempt("t('stat_env', lambda: os.stat('/usr/bin/env'))\n"
+                          "t('stat_bwrap', lambda: os.stat('/usr/bin/bwrap'))\n"
+                          "t('stat_share', lambda: os.stat('/usr/share/doc'))\n"
+                          "t('access', lambda: os.access('/etc/passwd', os.F_OK) or (_ for _ in ()).throw(FileNotFoundError(2, 'absent')))\n"
+                          "t('readlink', lambda: os.readlink('/etc/shadow'))\n"
+                          "t('open', lambda: open('/usr/bin/env', 'rb'))\n"
+                          "t('write_python', lambda: open(sys.executable, 'r+b'))\n");
+  for (const char* key : {"stat_env", "stat_bwrap", "stat_share", "access", "readlink", "open"})
+    EXPECT_EQ(r[key], "err:FileNotFoundError:2") << key;
+  const std::string write = r["write_python"];
+  EXPECT_TRUE(write == "err:OSError:30" || write == "err:PermissionError:13") << write;
+}
+
+// Issue 11 item 4: strict Python has its own PID namespace (bwrap's, or
+// without bwrap the sandbox's init): no host process is there to signal, and
+// its own pid is small.
+TEST_P(EscapePython, PROC_HostProcessesAreNotThere) {
+  const pid_t sleeper = ::fork();
+  if (sleeper == 0) {
+    ::execl("/bin/sleep", "sleep", "300", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  ASSERT_GT(sleeper, 0);
+  const Value r = attempt("t('kill_unrelated', lambda: os.kill(" + std::to_string(sleeper) + ", 0))\n"
+                          "t('kill_test', lambda: os.kill(" + std::to_string(::getpid()) + ", 0))\n"
+                          "t('kill_tycli', lambda: os.kill(" + kTycliPid + ", 0))\n"
+                          "R['pid'] = os.getpid()\n");
+  EXPECT_EQ(r["kill_unrelated"], "err:ProcessLookupError:3");
+  EXPECT_EQ(r["kill_test"], "err:ProcessLookupError:3");
+  EXPECT_EQ(r["kill_tycli"], "err:ProcessLookupError:3");
+  EXPECT_LT(r["pid"].get<int>(), 10) << r.dump();
+  int status = 0;
+  EXPECT_EQ(::waitpid(sleeper, &status, WNOHANG), 0) << "the unrelated process ended";
+  ::kill(sleeper, SIGKILL);
+  taskyon::testing::wait_exit(sleeper);
+}
+
 // Issue 11 item 1: on a root host the sandbox is uid/gid 65534 with no
 // groups — inside bubblewrap too, where bwrap is started as 65534, so the
 // ids inside are the ids outside (without bwrap the sandbox's user namespace
@@ -614,9 +657,11 @@ for name, pid in PIDS.items():
     t('affinity_' + name, lambda: os.sched_setaffinity(pid, {0}))
 t('own', lambda: resource.prlimit(0, resource.RLIMIT_NOFILE, (64, 64)))
 )");
+  // Seccomp's EPERM, for each (the filter answers before the kernel looks
+  // the pid up, so even a pid outside the namespace is refused, not unknown).
   for (const char* name : {"unrelated", "test", "tycli"})
     for (const char* op : {"nofile_", "fsize_", "cpu_", "nice_", "sched_", "affinity_"})
-      expect_err(r, std::string(op) + name);
+      EXPECT_EQ(r[std::string(op) + name], "err:PermissionError:1") << op << name;
   EXPECT_TRUE(r["own"].get<std::string>().starts_with("ok:(")) << r["own"];  // its own limits, it may lower
   EXPECT_EQ(limits_of(sleeper), sleeper_limits);
   EXPECT_EQ(sched_of(sleeper), sleeper_sched);

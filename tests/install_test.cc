@@ -21,7 +21,7 @@ using ::testing::Not;
 using testing::run_command;
 using testing::run_tycli;
 
-const std::string kDenoPackage = std::string(TASKYON_SOURCE_DIR) + "/node_modules/@deno/linux-x64-glibc/deno";
+const std::string kDenoPackage = std::string(TASKYON_SOURCE_DIR) + "/" + testing::kDenoPackageBinary;
 
 bool have(const std::string& program) {
   for (const char* dir : {"/usr/bin", "/bin", "/usr/local/bin"})

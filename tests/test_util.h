@@ -10,6 +10,14 @@
 
 namespace taskyon::testing {
 
+// The npm package `deno`'s platform binary, relative to the project root
+// (scripts/setup.sh installs it).
+#if defined(__aarch64__)
+inline constexpr const char* kDenoPackageBinary = "node_modules/@deno/linux-arm64-glibc/deno";
+#else
+inline constexpr const char* kDenoPackageBinary = "node_modules/@deno/linux-x64-glibc/deno";
+#endif
+
 // A fresh directory under $TMPDIR, removed with everything in it on destruction.
 class TempDir {
  public:

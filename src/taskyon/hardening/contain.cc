@@ -141,6 +141,11 @@ Result<std::shared_ptr<const Policy>> Policy::prepare(const std::string& executa
     policy->active_.landlock = false;
   }
   policy->active_.seccomp = wanted.seccomp && machine.seccomp;
+  active.session = wanted.session;
+  active.die_with_parent = wanted.die_with_parent;
+  active.rlimits = wanted.rlimits;
+  active.descriptors = wanted.descriptors;
+  active.no_new_privs = wanted.no_new_privs;
   return std::shared_ptr<const Policy>(std::move(policy));
 }
 
@@ -203,13 +208,13 @@ bool peer_open(int fd) noexcept {
                          const rlimits::Plan& limits, const ChildStdio& stdio,
                          const std::optional<seccomp::Filter>& filter, char* const* argv, char* const* envp,
                          const char* empty_path) noexcept {
-  require(rlimits::apply_rlimits(limits), Step::rlimits);
+  if (layers.rlimits) require(rlimits::apply_rlimits(limits), Step::rlimits);
 
   // The pipe ends are >= 3, so each dup2 is a real copy and clears close-on-exec.
   require(::dup2(stdio.in, 0) == 0 && ::dup2(stdio.out, 1) == 1 && ::dup2(stdio.err, 2) == 2, Step::dup_stdio);
-  require(::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) == 0, Step::close_fds);
+  if (layers.descriptors) require(::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) == 0, Step::close_fds);
 
-  require(::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0, Step::no_new_privs);
+  if (layers.no_new_privs) require(::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0, Step::no_new_privs);
 
   if (layers.landlock) require(landlock::restrict_self(*policy.ruleset()), Step::landlock);
 
@@ -226,8 +231,10 @@ bool peer_open(int fd) noexcept {
 // syscalls. Tells the host its pid, then steps 8-14.
 int run_runtime(void* containment) noexcept {
   const Containment& c = *static_cast<const Containment*>(containment);
-  require(::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) == 0, Step::pdeathsig);
-  require(::getppid() == 1, Step::parent_gone);
+  if (c.policy_->layers().die_with_parent) {
+    require(::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) == 0, Step::pdeathsig);
+    require(::getppid() == 1, Step::parent_gone);
+  }
   const char pid_message = kReportPid;
   require(::send(c.stdio_.report, &pid_message, 1, MSG_NOSIGNAL) == 1, Step::pid_init);
   finish(*c.policy_, c.policy_->layers(), c.rlimits_, c.stdio_, c.filter_, c.argv_.data(), c.envp_.data(),
@@ -239,9 +246,11 @@ namespace {
 // The init, PID 1 of the PID namespace, after steps 1-6: clones the runtime,
 // waits for it, reports its wait status to the host and exits (the kernel then
 // kills whatever is left in the namespace).
-[[noreturn]] void run_init(const Containment& c, int report, unsigned char* stack_top) noexcept {
-  require(::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) == 0, Step::pdeathsig);
-  require(peer_open(report), Step::parent_gone);  // getppid() is 0 here: the host is outside
+[[noreturn]] void run_init(const Containment& c, bool die_with_parent, int report, unsigned char* stack_top) noexcept {
+  if (die_with_parent) {
+    require(::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) == 0, Step::pdeathsig);
+    require(peer_open(report), Step::parent_gone);  // getppid() is 0 here: the host is outside
+  }
   // Nothing in the namespace may ptrace the init, which holds a copy of the
   // host's memory (the runtime's exec makes it dumpable again).
   require(::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == 0, Step::pid_init);
@@ -273,7 +282,7 @@ void contain(const Containment& c) noexcept {
   require(::sigprocmask(SIG_SETMASK, &c.empty_set_, nullptr) == 0, Step::sigmask);
   require(reset_signal_dispositions(c.default_action_), Step::signals);
 
-  require(::setsid() >= 0, Step::setsid);
+  if (layers.session) require(::setsid() >= 0, Step::setsid);
 
   require(::chdir(c.workdir_.c_str()) == 0, Step::chdir);
 
@@ -297,10 +306,12 @@ void contain(const Containment& c) noexcept {
   if (ns.pid()) {
     // 16-byte aligned top of the runtime's stack (the stack grows down).
     auto top = reinterpret_cast<std::uintptr_t>(c.runtime_stack_.get() + Containment::kRuntimeStack);
-    run_init(c, c.stdio_.report, reinterpret_cast<unsigned char*>(top & ~std::uintptr_t{15}));
+    run_init(c, layers.die_with_parent, c.stdio_.report, reinterpret_cast<unsigned char*>(top & ~std::uintptr_t{15}));
   }
-  require(::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) == 0, Step::pdeathsig);
-  require(::getppid() == c.host_, Step::parent_gone);
+  if (layers.die_with_parent) {
+    require(::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) == 0, Step::pdeathsig);
+    require(::getppid() == c.host_, Step::parent_gone);
+  }
   finish(policy, layers, c.rlimits_, c.stdio_, c.filter_, c.argv_.data(), c.envp_.data(), c.empty_path_);
 }
 

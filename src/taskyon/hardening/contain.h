@@ -118,6 +118,13 @@ struct Layers {
   bool sandbox_uid = true;      // root host only: the child runs as 65534
   bool mount_namespace = true;  // needs namespaces: only the runtime's files (mounts.h)
   bool pid_namespace = true;    // needs namespaces: the runtime is PID 2 of its own namespace (start())
+  // The baseline steps, on everywhere. tycli never switches them off; the
+  // tests that show what each one denies do (tests/kernel_layers_test.cc).
+  bool session = true;          // step 2: setsid (the host kills the child's group by its pid)
+  bool die_with_parent = true;  // step 8: PR_SET_PDEATHSIG=SIGKILL and the parent check
+  bool rlimits = true;          // step 9
+  bool descriptors = true;      // step 10: everything but 0/1/2 closed at exec
+  bool no_new_privs = true;     // step 11 (off: Landlock and seccomp then need CAP_SYS_ADMIN, e.g. in the namespaces)
 };
 
 // What children of one runtime executable get, prepared once on the host:

@@ -170,25 +170,33 @@ std::vector<Layer> describe_layers(const Support& s) {
   // Every claim above and the tests that show it (docs/sandbox.md, "What
   // `tycli sandbox explain` claims").
   static const std::pair<const char*, const char*> kTests[] = {
-      {"session", "SandboxPool.InfiniteLoopTimesOutAndTheNextCallGetsAFreshSandbox, EscapeNode.LIFE_04_*"},
-      {"workdir", "SandboxPool.ChildCwdIsAPrivateEmptyDirectoryRemovedOnDestroy"},
-      {"mount-namespace", "KernelLayers.MountNamespaceHidesHostPaths/{node,deno}"},
+      {"session", "KernelLayers.SessionLetsTheHostKillTheGroup/{node,deno}, "
+                  "SandboxPool.InfiniteLoopTimesOutAndTheNextCallGetsAFreshSandbox, EscapeNode.LIFE_04_*"},
+      {"workdir", "KernelLayers.EnvironmentAndWorkdirAreExactlyTheHostsChoice/{node,deno}, "
+                  "SandboxPool.ChildCwdIsAPrivateEmptyDirectoryRemovedOnDestroy"},
+      {"mount-namespace", "KernelLayers.MountNamespaceHidesHostPaths/{node,deno}, "
+                          "EscapePython.META_StatHostPathsTheInterpreterDoesNotNeed/{Bwrap,KernelLayers}"},
       {"sandbox-uid", "KernelLayers.SandboxUidFailsTheOwnerCheck/{node,deno}, "
                       "NamespacesTest.TheSandboxUidOwnsNoneOfTheHostsFiles, "
                       "PythonBwrapUid.TheSandboxIs65534AndOwnsNothingOfTheHosts, "
                       "EscapePython.TheSandboxUidIsNotTheInvokingUser/{Bwrap,KernelLayers}"},
-      {"namespaces", "NamespacesTest.HaveNoNetwork, NamespacesTest.HideTheHostsAbstractSockets"},
+      {"namespaces", "KernelLayers.NetworkNamespaceHasNoRouteToTheHost/{node,deno}, NamespacesTest.HaveNoNetwork, "
+                     "NamespacesTest.HideTheHostsAbstractSockets"},
       {"pid-namespace", "KernelLayers.PidNamespaceHidesHostProcesses/{node,deno}, SandboxPidNamespace.*, "
-                        "EscapeNode.PROC_06_*, EscapeDeno.PROC_06_*"},
-      {"die-with-parent", "SandboxHostDeath.*"},
-      {"rlimits", "Rlimits.DenyCoresFileGrowthDescriptorsAndMemory"},
-      {"descriptors", "EscapeNode.FS_11_*, EscapeDeno.FS_11_*"},
-      {"no-new-privs", "Contain.RunsARuntimeUnderEveryLayer"},
-      {"landlock-fs", "LandlockTest.ReadsOnlyGrantedFiles, LandlockTest.WritesNowhere, Contain.*"},
-      {"landlock-net", "LandlockTest.DeniesTcpBindAndConnect"},
-      {"landlock-scope", "LandlockTest.ScopesSignals, LandlockTest.ScopesAbstractUnixSockets"},
+                        "EscapeNode.PROC_06_*, EscapeDeno.PROC_06_*, "
+                        "EscapePython.PROC_HostProcessesAreNotThere/{Bwrap,KernelLayers}"},
+      {"die-with-parent", "KernelLayers.TheChildDiesWithItsParent/{node,deno}, SandboxHostDeath.*"},
+      {"rlimits", "KernelLayers.RlimitsBoundDescriptors/{node,deno}, Rlimits.DenyCoresFileGrowthDescriptorsAndMemory"},
+      {"descriptors", "KernelLayers.DescriptorsOfTheHostAreClosedAtExec/{node,deno}, EscapeNode.FS_11_*, "
+                      "EscapeDeno.FS_11_*"},
+      {"no-new-privs", "KernelLayers.NoNewPrivsIsSet/{node,deno}, Contain.RunsARuntimeUnderEveryLayer"},
+      {"landlock-fs", "KernelLayers.LandlockFsReadsOnlyGrantedFilesAndWritesNone/{node,deno}, "
+                      "LandlockTest.ReadsOnlyGrantedFiles, LandlockTest.WritesNowhere, Contain.*"},
+      {"landlock-net", "KernelLayers.LandlockNetDeniesTcpConnect/{node,deno}, LandlockTest.DeniesTcpBindAndConnect"},
+      {"landlock-scope", "KernelLayers.LandlockScopeDeniesSignalsOutside/{node,deno}, LandlockTest.ScopesSignals, "
+                         "LandlockTest.ScopesAbstractUnixSockets"},
       {"seccomp", "SeccompTest.*, KernelLayers.SeccompDeniesMetadataAndOtherProcessesPriority/{node,deno}"},
-      {"environment", "EscapeNode.ENV_01_*"},
+      {"environment", "KernelLayers.EnvironmentAndWorkdirAreExactlyTheHostsChoice/{node,deno}, EscapeNode.ENV_01_*"},
       {"node-permission", "EscapeNode.*"},
   };
   for (Layer& layer : layers) {

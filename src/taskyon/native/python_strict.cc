@@ -168,22 +168,21 @@ bool under(const std::string& path, const std::set<std::string>& roots) {
 }
 
 // What bwrap reads from the host to build its root: bound read-only (files
-// and whole directories), the writable /dev/null file, and the top-level
-// symlinks it recreates. A root host stages them first (Staged).
+// as the runtime names them, symlinks on the way recreated, and whole
+// directories), and the writable /dev/null file. A root host stages them
+// first (Staged).
 struct Sources {
   std::vector<std::string> files, trees;
   std::vector<std::string> writable;  // bound writable at the same path (tests: a canary)
   std::string null_file;              // bound writable on /dev/null; empty: the host's node read-only
-  std::vector<std::pair<std::string, std::string>> symlinks;  // path, target
 };
 
-// bwrap's namespaces and the system part of its minimal root: /usr read-only,
-// the top-level /bin, /lib… as the host has them (symlinks into /usr on a
-// merged-/usr system), the loader cache, private /tmp, /proc and a minimal
-// /dev. `bound` receives the directories the root holds, `src` what it reads.
-// `uid`: the sandbox's uid and gid inside.
-std::vector<std::string> bwrap_root(const std::string& bwrap, std::set<std::string>& bound, Sources& src,
-                                    unsigned uid) {
+// bwrap's namespaces and the system part of its minimal root: private
+// /tmp, /proc and a minimal /dev. Nothing of the host's tree: bind_paths()
+// adds exactly the runtime's files and trees (issue 11 item 3: `stat` of any
+// other host path, /usr/bin/* included, answers ENOENT). `src` receives what
+// it reads. `uid`: the sandbox's uid and gid inside.
+std::vector<std::string> bwrap_root(const std::string& bwrap, Sources& src, unsigned uid) {
   const std::string id = std::to_string(uid);
   std::vector<std::string> a = {bwrap,       "--unshare-all", "--die-with-parent", "--new-session", "--clearenv",
                                 "--cap-drop", "ALL",           "--hostname",        "sandbox",       "--uid",
@@ -195,9 +194,10 @@ std::vector<std::string> bwrap_root(const std::string& bwrap, std::set<std::stri
   // loader query opens /dev/null for writing) or, for the probe, the host's
   // node read-only; then made read-only itself. bwrap's --dev would bind the
   // host's nodes writable (utime/chmod of the host's /dev/null). bwrap 0.8
-  // marks every read-only bind nodev (its remount adds MS_NODEV), so zero and
-  // urandom cannot be opened — strict Python's Landlock grants none of these
-  // anyway (it takes entropy from getrandom(2)).
+  // marks every read-only bind nodev (its remount adds MS_NODEV, and it has
+  // no read-only device bind), so zero and urandom are there but cannot be
+  // opened — strict Python's Landlock grants none of these anyway (it takes
+  // entropy from getrandom(2)).
   a.insert(a.end(), {"--tmpfs", "/dev"});
   for (const char* node : kDevNodes) {
     a.insert(a.end(), {"--ro-bind", node, node});
@@ -209,24 +209,7 @@ std::vector<std::string> bwrap_root(const std::string& bwrap, std::set<std::stri
   } else {
     a.insert(a.end(), {"--bind", src.null_file, "/dev/null"});
   }
-  a.insert(a.end(), {"--remount-ro", "/dev", "--ro-bind", "/usr", "/usr"});
-  src.trees.emplace_back("/usr");
-  bound = {"/usr"};  // not /tmp: a file bound below it (tycli in a build tree) must stay visible
-  for (const char* top : {"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}) {
-    struct stat st {};
-    if (::lstat(top, &st) != 0) continue;
-    if (S_ISLNK(st.st_mode)) {
-      char target[PATH_MAX];
-      const ssize_t n = ::readlink(top, target, sizeof target - 1);
-      if (n <= 0) continue;
-      a.insert(a.end(), {"--symlink", std::string(target, static_cast<std::size_t>(n)), top});
-      src.symlinks.emplace_back(top, std::string(target, static_cast<std::size_t>(n)));
-    } else if (S_ISDIR(st.st_mode)) {
-      a.insert(a.end(), {"--ro-bind", top, top});
-      src.trees.emplace_back(top);
-      bound.insert(top);
-    }
-  }
+  a.insert(a.end(), {"--remount-ro", "/dev"});
   if (struct stat st {}; ::stat("/etc/ld.so.cache", &st) == 0) {
     a.insert(a.end(), {"--ro-bind", "/etc/ld.so.cache", "/etc/ld.so.cache"});
     src.files.emplace_back("/etc/ld.so.cache");
@@ -234,17 +217,32 @@ std::vector<std::string> bwrap_root(const std::string& bwrap, std::set<std::stri
   return a;
 }
 
-// Read-only binds of `paths` (files or directories, at the same paths) not
-// already in bwrap's root; then `src.writable`.
-void bind_paths(std::vector<std::string>& a, std::set<std::string>& bound, Sources& src,
-                const std::vector<std::string>& paths) {
+// `paths` (files as the runtime names them, or directories it lists) as
+// bwrap's arguments, planned as our own mount namespace plans them
+// (mounts::plan_files: each symlink on the way recreated, each directory on
+// the way empty, each file and tree a read-only bind at its path); then
+// `src.writable`, bound writable.
+Result<void> bind_paths(std::vector<std::string>& a, Sources& src, const std::vector<std::string>& paths) {
+  std::vector<std::string> files, trees;
   for (const std::string& p : paths) {
-    if (p.empty() || under(p, bound)) continue;
-    a.insert(a.end(), {"--ro-bind", p, p});
-    (is_dir(p) ? src.trees : src.files).push_back(p);
-    bound.insert(p);
+    if (p.empty()) continue;
+    (is_dir(p) ? trees : files).push_back(p);
   }
+  auto ops = hardening::mounts::plan_files(files, trees);
+  if (!ops) return std::unexpected(std::move(ops.error()));
+  using Kind = hardening::mounts::Op::Kind;
+  for (const auto& op : *ops) {
+    switch (op.kind) {
+      case Kind::dir: a.insert(a.end(), {"--dir", op.path}); break;
+      case Kind::symlink: a.insert(a.end(), {"--symlink", op.source, op.path}); break;
+      case Kind::bind:
+      case Kind::bind_tree: a.insert(a.end(), {"--ro-bind", op.source, op.path}); break;
+    }
+  }
+  src.files.insert(src.files.end(), files.begin(), files.end());
+  src.trees.insert(src.trees.end(), trees.begin(), trees.end());
   for (const std::string& p : src.writable) a.insert(a.end(), {"--bind", p, p});
+  return {};
 }
 
 // The root a root host builds before it drops to the sandbox uid and starts
@@ -258,13 +256,11 @@ Result<detail::Staged> stage(const std::string& bwrap, const Sources& src, const
   std::set<std::string> trees;
   for (const std::string& t : src.trees) trees.insert(real(t));
   std::vector<std::string> files;
-  auto file = [&](const std::string& f) {
-    if (!f.empty() && !under(real(f), trees)) files.push_back(f);
+  auto file = [&](const std::string& f) {  // as named: its symlinks on the way must be recreated
+    if (!f.empty() && !under(f, trees)) files.push_back(f);
   };
   for (const std::string& f : src.files) file(f);
-  file(bwrap_files->executable);
-  file(bwrap_files->interpreter);
-  for (const std::string& f : bwrap_files->libraries) file(f);
+  for (const std::string& f : bwrap_files->named) file(f);
   std::set<std::string> writable;
   for (std::string f : src.writable) writable.insert(real(f));
   if (!src.null_file.empty()) writable.insert(real(src.null_file));
@@ -274,7 +270,6 @@ Result<detail::Staged> stage(const std::string& bwrap, const Sources& src, const
   if (!ops) return std::unexpected(std::move(ops.error()));
   using Op = hardening::mounts::Op;
   std::vector<Op> all;
-  for (const auto& [path, target] : src.symlinks) all.push_back({Op::Kind::symlink, path, target, 0});
   for (Op& op : *ops) {
     if (op.kind != Op::Kind::dir && op.kind != Op::Kind::symlink && writable.contains(op.source))
       op.remount_flags = 0;  // stays writable
@@ -327,9 +322,8 @@ Result<std::unique_ptr<sandbox::Child>> spawn_bwrap(const BwrapRun& run, const s
     }
     ::close(fd);
   }
-  std::set<std::string> bound;
-  std::vector<std::string> a = bwrap_root(run.bwrap, bound, src, inside_uid(run.sandbox_uid));
-  bind_paths(a, bound, src, run.binds);
+  std::vector<std::string> a = bwrap_root(run.bwrap, src, inside_uid(run.sandbox_uid));
+  if (auto bound = bind_paths(a, src, run.binds); !bound) return std::unexpected(std::move(bound.error()));
   a.insert(a.end(), {"--chdir", "/tmp", "--"});
   a.insert(a.end(), run.command.begin(), run.command.end());
   return start_bwrap(a, src, workdir, run.sandbox_uid);
@@ -339,8 +333,7 @@ Result<std::vector<std::string>> strict_binds(const Interpreter& python) {
   auto files = hardening::runtime_files(python.executable);
   if (!files) return std::unexpected(std::move(files.error()));
   const Reads reads = strict_reads(python, *files);
-  std::vector<std::string> paths = {files->executable, files->interpreter};
-  paths.insert(paths.end(), files->libraries.begin(), files->libraries.end());
+  std::vector<std::string> paths = files->named;
   paths.insert(paths.end(), reads.trees.begin(), reads.trees.end());
   paths.insert(paths.end(), reads.files.begin(), reads.files.end());
   return paths;
@@ -378,8 +371,7 @@ Result<std::unique_ptr<sandbox::Child>> spawn_strict(const Interpreter& python, 
   auto binds = strict_binds(python);
   if (!binds) return std::unexpected(std::move(binds.error()));
   run.binds = std::move(*binds);
-  run.binds.insert(run.binds.end(), {helper_files->executable, helper_files->interpreter});
-  run.binds.insert(run.binds.end(), helper_files->libraries.begin(), helper_files->libraries.end());
+  run.binds.insert(run.binds.end(), helper_files->named.begin(), helper_files->named.end());
   run.command = {helper_path, std::string(kContainEntry), "--data-bytes", std::to_string(kStrictDataBytes)};
   for (const std::string& t : reads.trees) run.command.insert(run.command.end(), {"--tree", t});
   for (const std::string& f : reads.files) run.command.insert(run.command.end(), {"--file", f});
@@ -436,8 +428,15 @@ const Bubblewrap& bubblewrap() {
       b.why = scratch.error().message;
       return b;
     }
+    // bwrap's own files are all the probe's root holds besides the system part.
+    auto files = hardening::runtime_files(bwrap);
+    if (!files) {
+      b.why = files.error().message;
+      return b;
+    }
     auto child = detail::spawn_bwrap(
-        {.bwrap = bwrap, .binds = {bwrap}, .null_file = false, .command = {bwrap, "--version"}}, scratch->path());
+        {.bwrap = bwrap, .binds = files->named, .null_file = false, .command = {bwrap, "--version"}},
+        scratch->path());
     if (!child) {
       b.why = child.error().message;
       return b;

@@ -24,14 +24,20 @@ namespace fs = std::filesystem;
 namespace {
 
 // Where the npm package `deno` puts its platform binary (its optional
-// dependency @deno/linux-x64-glibc), relative to a project root.
-constexpr const char* kDenoPackageBinary = "node_modules/@deno/linux-x64-glibc/deno";
+// dependency @deno/linux-x64-glibc, or linux-arm64-glibc), relative to a
+// project root.
+#if defined(__aarch64__)
+#define TASKYON_DENO_PACKAGE "node_modules/@deno/linux-arm64-glibc/deno"
+#else
+#define TASKYON_DENO_PACKAGE "node_modules/@deno/linux-x64-glibc/deno"
+#endif
+constexpr const char* kDenoPackageBinary = TASKYON_DENO_PACKAGE;
 // Where `make install` (CMakeLists.txt) puts that binary, relative to the prefix.
 constexpr const char* kDenoInstalled = "lib/taskyon/deno";
 
 const char* const kDenoInstall =
     "Deno runs tool code only when selected and installed. In the Taskyon repository `npm ci` (scripts/setup.sh "
-    "runs it) brings node_modules/@deno/linux-x64-glibc/deno, and `make install` copies it next to tycli "
+    "runs it) brings " TASKYON_DENO_PACKAGE ", and `make install` copies it next to tycli "
     "(PREFIX/lib/taskyon/deno); or put a `deno` executable on PATH, or give its path (\"denoPath\" in "
     "$TASKYON_HOME/config.json); or select Node (--js-runtime node)";
 
