@@ -187,6 +187,70 @@ TEST_F(HostTest, ShutdownCancelsRunningCallsAndLogsEverySandbox) {
   EXPECT_FALSE(host_->call(s, r).has_value()) << "no call after shutdown";
 }
 
+// S2 serializes the calls of one session to one revision; a call queued behind
+// a stuck one keeps its own timeout and cancellation (it does not wait for the
+// call ahead), and neither touches the sandbox the stuck call runs in.
+TEST_F(HostTest, ACallQueuedBehindAStuckCallOfItsSessionKeepsItsTimeoutAndCancellation) {
+  auto s = host_->open_session("t");
+  std::mutex mu;
+  std::condition_variable cv;
+  bool logged = false;
+  std::atomic<bool> first_done{false};
+  sandbox::CancelToken stop_first;
+  std::thread t([&] {
+    host::CallRequest r;
+    r.tool = "stuck";
+    r.timeout = 8s;  // bounds the test only when queued calls wait for it
+    r.cancel = stop_first;
+    r.events.on_log = [&](const sandbox::LogEntry&) {
+      std::lock_guard lock(mu);
+      logged = true;
+      cv.notify_all();
+    };
+    (void)host_->call(s, r);
+    first_done = true;
+  });
+  struct Join {
+    sandbox::CancelToken token;
+    std::thread& thread;
+    ~Join() {
+      token.cancel();
+      thread.join();
+    }
+  } join{stop_first, t};
+  {
+    std::unique_lock lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, 20s, [&] { return logged; }));
+  }
+  const auto live = host_->pool().sandboxes();
+  ASSERT_EQ(live.size(), 1u);
+
+  host::CallRequest queued;
+  queued.tool = "stuck";
+  queued.timeout = 300ms;
+  auto timed_out = host_->call(s, queued);
+  EXPECT_FALSE(first_done) << "the queued call returned only when the call ahead of it ended";
+  ASSERT_TRUE(timed_out.has_value()) << timed_out.error().describe();
+  EXPECT_EQ(timed_out->outcome.status, sandbox::Status::timeout) << timed_out->outcome.error;
+  EXPECT_NE(timed_out->outcome.error.find("busy with an earlier call"), std::string::npos) << timed_out->outcome.error;
+
+  host::CallRequest cancelled;
+  cancelled.tool = "stuck";
+  cancelled.timeout = 60s;
+  std::thread canceller([c = cancelled.cancel] {
+    std::this_thread::sleep_for(200ms);
+    c.cancel();
+  });
+  auto out = host_->call(s, cancelled);
+  canceller.join();
+  EXPECT_FALSE(first_done) << "the cancelled call returned only when the call ahead of it ended";
+  ASSERT_TRUE(out.has_value()) << out.error().describe();
+  EXPECT_EQ(out->outcome.status, sandbox::Status::cancelled) << out->outcome.error;
+  EXPECT_EQ(out->call.state, tasks::State::cancelled);
+  ASSERT_EQ(host_->pool().sandboxes().size(), 1u);
+  EXPECT_EQ(host_->pool().sandboxes()[0].pid, live[0].pid) << "the stuck call's sandbox was left alone";
+}
+
 // An MCP connection with an in-memory sink: the messages it emits, in order.
 struct Recorder {
   std::mutex mu;
