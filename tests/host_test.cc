@@ -358,5 +358,77 @@ TEST_F(HostTest, McpConnectionsInOneProcessAreSessions) {
   EXPECT_TRUE(has_list_changed(rb));
 }
 
+// MCP revisions differ in structured tool output: `outputSchema` (tools/list)
+// and `structuredContent` (tools/call) exist from 2025-06-18 on. A client that
+// negotiated an older revision gets neither, the result only as text content.
+TEST_F(HostTest, AnOlderProtocolVersionGetsNoStructuredOutput) {
+  const std::string server =
+      std::string(TASKYON_SOURCE_DIR) + "/node_modules/@modelcontextprotocol/server-everything/dist/index.js";
+  const Value output_schema = {{"type", "object"},
+                               {"properties", {{"temperature", {{"type", "number"}}}}},
+                               {"required", Value::array({"temperature"})}};
+  {
+    auto st = store::Store::open(db_);
+    ASSERT_TRUE(st.has_value());
+    auto m = registry::parse_manifest(
+        {{"name", "weather"},
+         {"description", "structured"},
+         {"parameters", {{"type", "object"}, {"properties", {{"location", {{"type", "string"}}}}}}},
+         {"execution", "external-service"},
+         {"service",
+          {{"mcp",
+            {{"command", Value::array({"node", server, "stdio"})},
+             {"tool", "get-structured-content"},
+             {"outputSchema", output_schema}}}}}});
+    ASSERT_TRUE(m.has_value()) << m.error().describe();
+    ASSERT_TRUE(st->install(*m, store::Activate::if_unbound, store::Trust{"tester", "test"}).has_value());
+  }
+  Recorder old_r, new_r;
+  mcp::Connection old_c(*host_, old_r.sink());
+  mcp::Connection new_c(*host_, new_r.sink());
+  old_c.receive(request(1, "initialize", {{"protocolVersion", "2025-03-26"}}).dump());
+  new_c.receive(request(1, "initialize", {{"protocolVersion", "2025-06-18"}}).dump());
+  ASSERT_EQ(old_r.response(1)["result"]["protocolVersion"], "2025-03-26");
+  ASSERT_EQ(new_r.response(1)["result"]["protocolVersion"], "2025-06-18");
+
+  auto weather = [](const Value& list) {
+    for (const auto& t : list["result"]["tools"])
+      if (t["name"] == "weather") return t;
+    return Value();
+  };
+  old_c.receive(request(2, "tools/list").dump());
+  new_c.receive(request(2, "tools/list").dump());
+  const Value old_tool = weather(old_r.response(2)), new_tool = weather(new_r.response(2));
+  ASSERT_TRUE(old_tool.is_object() && new_tool.is_object());
+  EXPECT_FALSE(old_tool.contains("outputSchema")) << old_tool.dump();
+  EXPECT_EQ(new_tool["outputSchema"], output_schema);
+
+  auto call = [](int id, const std::string& name, Value args) {
+    return request(id, "tools/call", {{"name", name}, {"arguments", std::move(args)}}).dump();
+  };
+  old_c.receive(call(3, "counter", Value::object()));
+  new_c.receive(call(3, "counter", Value::object()));
+  const Value old_count = old_r.response(3)["result"], new_count = new_r.response(3)["result"];
+  EXPECT_FALSE(old_count.contains("structuredContent")) << old_count.dump();
+  ASSERT_EQ(old_count["content"].size(), 1u) << old_count.dump();
+  EXPECT_EQ(json::parse(old_count["content"][0]["text"].get<std::string>()).value(), (Value{{"count", 1}}))
+      << "the result is still there, as text";
+  EXPECT_EQ(old_count["isError"], false);
+  EXPECT_EQ(new_count["structuredContent"], (Value{{"count", 1}}));
+
+  old_c.receive(call(4, "weather", {{"location", "Chicago"}}));
+  new_c.receive(call(4, "weather", {{"location", "Chicago"}}));
+  const Value old_weather = old_r.response(4)["result"], new_weather = new_r.response(4)["result"];
+  EXPECT_EQ(old_weather["isError"], false) << old_weather.dump();
+  EXPECT_FALSE(old_weather.contains("structuredContent")) << old_weather.dump();
+  bool text = false;
+  for (const auto& c : old_weather["content"]) text |= c["type"] == "text";
+  EXPECT_TRUE(text) << old_weather.dump();
+  EXPECT_EQ(new_weather["isError"], false) << new_weather.dump();
+  EXPECT_EQ(new_weather["structuredContent"]["temperature"], 36) << new_weather.dump();
+  old_c.close();
+  new_c.close();
+}
+
 }  // namespace
 }  // namespace taskyon::testing
