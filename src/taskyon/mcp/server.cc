@@ -386,12 +386,13 @@ Connection::Connection(host::Host& host, Sink sink, ServerInfo info, std::string
 
 Connection::~Connection() { close(); }
 
+void Connection::receive_oversized() {
+  impl_->emit(error_response(Value(), kInvalidRequest,
+                             fmt::format("the message is larger than {} bytes", kMaxMessageBytes)));
+}
+
 void Connection::receive(std::string_view text) {
-  if (text.size() > kMaxMessageBytes) {
-    impl_->emit(error_response(Value(), kInvalidRequest,
-                               fmt::format("the message is larger than {} bytes", kMaxMessageBytes)));
-    return;
-  }
+  if (text.size() > kMaxMessageBytes) return receive_oversized();
   auto parsed = json::parse(text);
   if (!parsed) {
     impl_->emit(error_response(Value(), kParseError, "parse error: " + parsed.error().describe()));

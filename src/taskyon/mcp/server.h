@@ -93,6 +93,10 @@ class Connection {
   // kMaxMessageBytes. Returns at once; tools/call runs on its own thread.
   void receive(std::string_view text);
   void receive_value(const json::Value& message);  // the same, already parsed
+  // A message the transport did not keep because it was over
+  // kMaxMessageBytes (stdio drops such a line up to its newline): answered
+  // -32600 with a null id, as receive() answers one it is given whole.
+  void receive_oversized();
 
   // Cancels every running call (H5: sandboxes destroyed, calls stored as
   // Cancelled), waits for their threads, closes the host session. Nothing is
