@@ -378,6 +378,128 @@ class McpProcess {
   std::vector<Value> messages_;
 };
 
+std::string stdio_comm(int pid) {
+  std::string comm;
+  std::getline(std::ifstream("/proc/" + std::to_string(pid) + "/comm"), comm);
+  return comm;
+}
+
+// Waits (bounded) until a sandbox under home/tmp has set its process title to
+// `title`: the tool reached its stuck point. Returns that sandbox's pid, or 0.
+int stdio_wait_for_title(const fs::path& home, const std::string& title) {
+  for (int i = 0; i < 600; ++i) {
+    for (int pid : processes_in(home / "tmp"))
+      if (stdio_comm(pid) == title) return pid;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return 0;
+}
+
+// Gone: no such process, or only its zombie (an orphan init has not reaped yet).
+bool stdio_gone(int pid) {
+  if (::kill(pid, 0) == -1 && errno == ESRCH) return true;
+  std::string stat;
+  std::getline(std::ifstream("/proc/" + std::to_string(pid) + "/stat"), stat);
+  const auto paren = stat.rfind(')');
+  return paren == std::string::npos || (paren + 2 < stat.size() && stat[paren + 2] == 'Z');
+}
+
+std::string stdio_sql(const fs::path& home, const std::string& query) {
+  auto r = run_command({"sqlite3", (home / "taskyon.db").string(), query}, home);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return r.out;
+}
+
+// SIGTERM or SIGINT to `tycli mcp` while a call runs (docs/mcp.md): it exits
+// 128 + N at once, the running call is stored as Cancelled, its sandbox is
+// destroyed (no process left) and logged "cancelled".
+class McpSignal : public ::testing::TestWithParam<int> {};
+
+TEST_P(McpSignal, ARunningCallIsCancelledAndNoSandboxIsLeft) {
+  const int signal = GetParam();
+  TempDir home;
+  install(home, "stuck", js_tool("stuck", "async () => { process.title = 'tystuck'; await new Promise(() => {}); }"));
+  McpProcess mcp(home, {"mcp", "--timeout", "60000"});
+  ASSERT_GT(mcp.pid(), 0);
+  ASSERT_TRUE(mcp.initialize().contains("result")) << mcp.err();
+  ASSERT_TRUE(mcp.call(2, "stuck"));
+  const int sandbox = stdio_wait_for_title(home.path(), "tystuck");
+  ASSERT_GT(sandbox, 0) << "the stuck tool never ran: " << mcp.err();
+  ::kill(mcp.pid(), signal);
+  EXPECT_EQ(mcp.wait(), 128 + signal) << mcp.err();
+  EXPECT_NE(mcp.err().find("stopped by " + std::string(signal == SIGTERM ? "SIGTERM" : "SIGINT")), std::string::npos)
+      << mcp.err();
+  EXPECT_TRUE(stdio_gone(sandbox)) << "the sandbox outlived tycli mcp";
+  EXPECT_TRUE(processes_in(home / "tmp").empty()) << "a process is left under the host's TMPDIR";
+  const Value log = sandbox_log(home.path());
+  ASSERT_EQ(log.size(), 1u) << log.dump(1);
+  EXPECT_EQ(log[0]["tool"], "stuck") << log.dump(1);
+  // The running call's sandbox is destroyed by the connection's close (H5, as
+  // for a disconnect): "cancelled"; idle ones by the host's shutdown: "interrupted".
+  EXPECT_EQ(log[0]["reason"], "cancelled") << log.dump(1);
+  EXPECT_EQ(stdio_sql(home.path(), "SELECT kind, state FROM tasks ORDER BY kind"),
+            "functionCall|Cancelled\ntoolResult|Cancelled\n");
+}
+
+INSTANTIATE_TEST_SUITE_P(Signals, McpSignal, ::testing::Values(SIGTERM, SIGINT),
+                         [](const auto& info) { return std::string(info.param == SIGTERM ? "SIGTERM" : "SIGINT"); });
+
+// At most kMaxConcurrentCalls (16) tools/call run at once per connection: the
+// 17th gets an isError result naming the limit, at once; the 16 go on. (The
+// 16 calls of one session to one revision queue on its one sandbox, S2: one
+// process, however many calls.)
+TEST(McpLimits, The17thConcurrentCallOfAConnectionIsRefusedNamingTheLimit) {
+  TempDir home;
+  install(home, "stuck", js_tool("stuck", "async () => { process.title = 'tystuck'; await new Promise(() => {}); }"));
+  install(home, "quick", js_tool("quick", "() => 'ok'"));
+  McpProcess mcp(home, {"mcp", "--timeout", "60000"});
+  ASSERT_TRUE(mcp.initialize().contains("result")) << mcp.err();
+  for (int id = 10; id < 26; ++id) ASSERT_TRUE(mcp.call(id, "stuck"));
+  ASSERT_TRUE(mcp.call(26, "stuck"));
+  const Value refused = mcp.response(26);
+  ASSERT_TRUE(refused.contains("result")) << refused.dump() << mcp.err();
+  EXPECT_EQ(refused["result"]["isError"], true) << refused.dump();
+  const std::string text = refused["result"]["content"][0]["text"].get<std::string>();
+  EXPECT_NE(text.find("at most 16"), std::string::npos) << text;
+  for (const auto& m : mcp.messages())
+    EXPECT_FALSE(m.contains("id") && m["id"] != 1 && m["id"] != 26) << "one of the 16 answered: " << m.dump();
+  // The 16 are still running: cancelling one frees a place for a new call.
+  ASSERT_TRUE(mcp.send(Value{{"jsonrpc", "2.0"}, {"method", "notifications/cancelled"}, {"params", {{"requestId", 10}}}}));
+  Value admitted;
+  for (int attempt = 0; attempt < 200; ++attempt) {  // the cancellation is taken in on the host's own time
+    ASSERT_TRUE(mcp.call(100 + attempt, "quick"));
+    admitted = mcp.response(100 + attempt);
+    if (admitted.contains("result") && admitted["result"].value("isError", true) == false) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(admitted["result"]["structuredContent"]["result"], "ok") << admitted.dump();
+  ::kill(mcp.pid(), SIGTERM);
+  EXPECT_EQ(mcp.wait(), 128 + SIGTERM);
+  EXPECT_TRUE(processes_in(home / "tmp").empty());
+}
+
+// Calls to different revisions run in parallel (issue 13 item 4): two tools
+// that each wait 2.5 s, called at once on one connection, overlap. Asserted by
+// the times each tool saw (its start before the other's end), not by a
+// wall-clock threshold.
+TEST(McpParallel, CallsToDifferentRevisionsOverlap) {
+  TempDir home;
+  const std::string code = "async () => { const start = Date.now(); await new Promise((r) => setTimeout(r, 2500)); "
+                           "return {start, end: Date.now()}; }";
+  install(home, "slow-a", js_tool("slow-a", code));
+  install(home, "slow-b", js_tool("slow-b", code));
+  McpProcess mcp(home, {"mcp", "--timeout", "30000"});
+  ASSERT_TRUE(mcp.initialize().contains("result")) << mcp.err();
+  ASSERT_TRUE(mcp.call(2, "slow-a"));
+  ASSERT_TRUE(mcp.call(3, "slow-b"));
+  const Value a = mcp.response(2)["result"]["structuredContent"];
+  const Value b = mcp.response(3)["result"]["structuredContent"];
+  ASSERT_TRUE(a.contains("start") && b.contains("start")) << a.dump() << b.dump() << mcp.err();
+  EXPECT_LT(a["start"].get<double>(), b["end"].get<double>()) << a.dump() << b.dump();
+  EXPECT_LT(b["start"].get<double>(), a["end"].get<double>()) << "the calls ran one after the other: " << a.dump()
+                                                              << b.dump();
+}
+
 // The stdio message bound (mcp::kMaxMessageBytes, 8 MiB): a longer line is
 // answered -32600 (id null) and dropped up to its newline; the connection
 // goes on with the next request.
