@@ -187,6 +187,70 @@ TEST_F(HostTest, ShutdownCancelsRunningCallsAndLogsEverySandbox) {
   EXPECT_FALSE(host_->call(s, r).has_value()) << "no call after shutdown";
 }
 
+// S2 serializes the calls of one session to one revision; a call queued behind
+// a stuck one keeps its own timeout and cancellation (it does not wait for the
+// call ahead), and neither touches the sandbox the stuck call runs in.
+TEST_F(HostTest, ACallQueuedBehindAStuckCallOfItsSessionKeepsItsTimeoutAndCancellation) {
+  auto s = host_->open_session("t");
+  std::mutex mu;
+  std::condition_variable cv;
+  bool logged = false;
+  std::atomic<bool> first_done{false};
+  sandbox::CancelToken stop_first;
+  std::thread t([&] {
+    host::CallRequest r;
+    r.tool = "stuck";
+    r.timeout = 8s;  // bounds the test only when queued calls wait for it
+    r.cancel = stop_first;
+    r.events.on_log = [&](const sandbox::LogEntry&) {
+      std::lock_guard lock(mu);
+      logged = true;
+      cv.notify_all();
+    };
+    (void)host_->call(s, r);
+    first_done = true;
+  });
+  struct Join {
+    sandbox::CancelToken token;
+    std::thread& thread;
+    ~Join() {
+      token.cancel();
+      thread.join();
+    }
+  } join{stop_first, t};
+  {
+    std::unique_lock lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, 20s, [&] { return logged; }));
+  }
+  const auto live = host_->pool().sandboxes();
+  ASSERT_EQ(live.size(), 1u);
+
+  host::CallRequest queued;
+  queued.tool = "stuck";
+  queued.timeout = 300ms;
+  auto timed_out = host_->call(s, queued);
+  EXPECT_FALSE(first_done) << "the queued call returned only when the call ahead of it ended";
+  ASSERT_TRUE(timed_out.has_value()) << timed_out.error().describe();
+  EXPECT_EQ(timed_out->outcome.status, sandbox::Status::timeout) << timed_out->outcome.error;
+  EXPECT_NE(timed_out->outcome.error.find("busy with an earlier call"), std::string::npos) << timed_out->outcome.error;
+
+  host::CallRequest cancelled;
+  cancelled.tool = "stuck";
+  cancelled.timeout = 60s;
+  std::thread canceller([c = cancelled.cancel] {
+    std::this_thread::sleep_for(200ms);
+    c.cancel();
+  });
+  auto out = host_->call(s, cancelled);
+  canceller.join();
+  EXPECT_FALSE(first_done) << "the cancelled call returned only when the call ahead of it ended";
+  ASSERT_TRUE(out.has_value()) << out.error().describe();
+  EXPECT_EQ(out->outcome.status, sandbox::Status::cancelled) << out->outcome.error;
+  EXPECT_EQ(out->call.state, tasks::State::cancelled);
+  ASSERT_EQ(host_->pool().sandboxes().size(), 1u);
+  EXPECT_EQ(host_->pool().sandboxes()[0].pid, live[0].pid) << "the stuck call's sandbox was left alone";
+}
+
 // An MCP connection with an in-memory sink: the messages it emits, in order.
 struct Recorder {
   std::mutex mu;
@@ -292,6 +356,78 @@ TEST_F(HostTest, McpConnectionsInOneProcessAreSessions) {
   };
   EXPECT_TRUE(has_list_changed(ra));
   EXPECT_TRUE(has_list_changed(rb));
+}
+
+// MCP revisions differ in structured tool output: `outputSchema` (tools/list)
+// and `structuredContent` (tools/call) exist from 2025-06-18 on. A client that
+// negotiated an older revision gets neither, the result only as text content.
+TEST_F(HostTest, AnOlderProtocolVersionGetsNoStructuredOutput) {
+  const std::string server =
+      std::string(TASKYON_SOURCE_DIR) + "/node_modules/@modelcontextprotocol/server-everything/dist/index.js";
+  const Value output_schema = {{"type", "object"},
+                               {"properties", {{"temperature", {{"type", "number"}}}}},
+                               {"required", Value::array({"temperature"})}};
+  {
+    auto st = store::Store::open(db_);
+    ASSERT_TRUE(st.has_value());
+    auto m = registry::parse_manifest(
+        {{"name", "weather"},
+         {"description", "structured"},
+         {"parameters", {{"type", "object"}, {"properties", {{"location", {{"type", "string"}}}}}}},
+         {"execution", "external-service"},
+         {"service",
+          {{"mcp",
+            {{"command", Value::array({"node", server, "stdio"})},
+             {"tool", "get-structured-content"},
+             {"outputSchema", output_schema}}}}}});
+    ASSERT_TRUE(m.has_value()) << m.error().describe();
+    ASSERT_TRUE(st->install(*m, store::Activate::if_unbound, store::Trust{"tester", "test"}).has_value());
+  }
+  Recorder old_r, new_r;
+  mcp::Connection old_c(*host_, old_r.sink());
+  mcp::Connection new_c(*host_, new_r.sink());
+  old_c.receive(request(1, "initialize", {{"protocolVersion", "2025-03-26"}}).dump());
+  new_c.receive(request(1, "initialize", {{"protocolVersion", "2025-06-18"}}).dump());
+  ASSERT_EQ(old_r.response(1)["result"]["protocolVersion"], "2025-03-26");
+  ASSERT_EQ(new_r.response(1)["result"]["protocolVersion"], "2025-06-18");
+
+  auto weather = [](const Value& list) {
+    for (const auto& t : list["result"]["tools"])
+      if (t["name"] == "weather") return t;
+    return Value();
+  };
+  old_c.receive(request(2, "tools/list").dump());
+  new_c.receive(request(2, "tools/list").dump());
+  const Value old_tool = weather(old_r.response(2)), new_tool = weather(new_r.response(2));
+  ASSERT_TRUE(old_tool.is_object() && new_tool.is_object());
+  EXPECT_FALSE(old_tool.contains("outputSchema")) << old_tool.dump();
+  EXPECT_EQ(new_tool["outputSchema"], output_schema);
+
+  auto call = [](int id, const std::string& name, Value args) {
+    return request(id, "tools/call", {{"name", name}, {"arguments", std::move(args)}}).dump();
+  };
+  old_c.receive(call(3, "counter", Value::object()));
+  new_c.receive(call(3, "counter", Value::object()));
+  const Value old_count = old_r.response(3)["result"], new_count = new_r.response(3)["result"];
+  EXPECT_FALSE(old_count.contains("structuredContent")) << old_count.dump();
+  ASSERT_EQ(old_count["content"].size(), 1u) << old_count.dump();
+  EXPECT_EQ(json::parse(old_count["content"][0]["text"].get<std::string>()).value(), (Value{{"count", 1}}))
+      << "the result is still there, as text";
+  EXPECT_EQ(old_count["isError"], false);
+  EXPECT_EQ(new_count["structuredContent"], (Value{{"count", 1}}));
+
+  old_c.receive(call(4, "weather", {{"location", "Chicago"}}));
+  new_c.receive(call(4, "weather", {{"location", "Chicago"}}));
+  const Value old_weather = old_r.response(4)["result"], new_weather = new_r.response(4)["result"];
+  EXPECT_EQ(old_weather["isError"], false) << old_weather.dump();
+  EXPECT_FALSE(old_weather.contains("structuredContent")) << old_weather.dump();
+  bool text = false;
+  for (const auto& c : old_weather["content"]) text |= c["type"] == "text";
+  EXPECT_TRUE(text) << old_weather.dump();
+  EXPECT_EQ(new_weather["isError"], false) << new_weather.dump();
+  EXPECT_EQ(new_weather["structuredContent"]["temperature"], 36) << new_weather.dump();
+  old_c.close();
+  new_c.close();
 }
 
 }  // namespace

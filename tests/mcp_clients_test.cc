@@ -5,10 +5,12 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <string>
 #include <vector>
 #include <thread>
@@ -74,6 +76,60 @@ TEST(McpClients, ACancelledCallStopsItsServer) {
   EXPECT_TRUE(out->destroyed.has_value());
   EXPECT_TRUE(clients.pids().empty());
   EXPECT_TRUE(gone(pid));
+}
+
+// A call queued behind another call on the same server (calls to one server
+// run one at a time) keeps its own deadline and its own cancellation: it does
+// not wait for the call ahead of it, and the server is left running that call.
+TEST(McpClients, ACallQueuedBehindABusyServerKeepsItsOwnTimeoutAndCancellation) {
+  McpClients clients;
+  sandbox::CancelToken stop_first;
+  std::atomic<bool> busy{false}, first_done{false};
+  std::optional<Result<sandbox::CallOutcome>> first;
+  // The first call's own timeout (8 s) only bounds the test when queued calls
+  // wait for it; the test cancels it long before.
+  std::thread holder([&] {
+    first = clients.call_tool(kEverything, "trigger-long-running-operation", {{"duration", 30}, {"steps", 100}},
+                              Value(), 8s, stop_first, CallEvents{[&](double, double, std::string_view) { busy = true; }});
+    first_done = true;
+  });
+  struct Stop {  // an assertion that ends the test early still ends the held call
+    sandbox::CancelToken token;
+    std::thread& thread;
+    ~Stop() {
+      token.cancel();
+      if (thread.joinable()) thread.join();
+    }
+  } stop{stop_first, holder};
+  for (int i = 0; i < 2000 && !busy; ++i) std::this_thread::sleep_for(10ms);
+  ASSERT_TRUE(busy) << "the long-running call reports progress: it holds the server";
+  const auto pids = clients.pids();
+  ASSERT_EQ(pids.size(), 1u);
+
+  auto timed_out = clients.call_tool(kEverything, "echo", {{"message", "queued"}}, Value(), 300ms, {});
+  EXPECT_FALSE(first_done) << "the queued call returned only when the call ahead of it ended";
+  ASSERT_TRUE(timed_out) << timed_out.error().describe();
+  EXPECT_EQ(timed_out->status, sandbox::Status::timeout) << timed_out->error;
+  EXPECT_NE(timed_out->error.find("busy with another call"), std::string::npos) << timed_out->error;
+  EXPECT_FALSE(timed_out->destroyed.has_value()) << "the server keeps running the other call";
+
+  sandbox::CancelToken cancel;
+  std::thread canceller([cancel] {
+    std::this_thread::sleep_for(200ms);
+    cancel.cancel();
+  });
+  auto cancelled = clients.call_tool(kEverything, "echo", {{"message", "queued"}}, Value(), 60s, cancel);
+  canceller.join();
+  EXPECT_FALSE(first_done) << "the cancelled call returned only when the call ahead of it ended";
+  ASSERT_TRUE(cancelled) << cancelled.error().describe();
+  EXPECT_EQ(cancelled->status, sandbox::Status::cancelled) << cancelled->error;
+  EXPECT_FALSE(cancelled->destroyed.has_value());
+  EXPECT_EQ(clients.pids(), pids) << "neither queued call touched the server";
+
+  stop_first.cancel();
+  holder.join();
+  ASSERT_TRUE(first.has_value() && first->has_value());
+  EXPECT_EQ((*first)->status, sandbox::Status::cancelled) << (*first)->error;
 }
 
 TEST(McpClients, DestructionStopsEveryServer) {

@@ -2,12 +2,21 @@
 // clients: the official TypeScript SDK Client over StdioClientTransport
 // (tests/mcp/stdio_client.mjs) and @modelcontextprotocol/inspector-cli. The
 // script records what it saw; the assertions are here.
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -255,6 +264,261 @@ TEST(McpStdioEof, AClientGoneAltogetherCancelsTheRunningCall) {
   }
   EXPECT_EQ(cancelled, 1) << log.dump();
   EXPECT_EQ(timed_out, 0) << log.dump();
+}
+
+// `tycli mcp` as a client process meets it, with the test holding both ends:
+// stdin is one end of a socketpair (written with MSG_NOSIGNAL: a tycli that
+// died is an error here, not a SIGPIPE), stdout a pipe, stderr a file.
+class McpProcess {
+ public:
+  McpProcess(const TempDir& home, const std::vector<std::string>& args) : err_log_(home / "mcp.err") {
+    fs::create_directories(home / "tmp");
+    int in[2], out[2];
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, in) != 0 || ::pipe2(out, O_CLOEXEC) != 0) return;
+    std::vector<std::string> argv_s = {TYCLI_PATH};
+    argv_s.insert(argv_s.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& a : argv_s) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    std::string home_env = "TASKYON_HOME=" + home.path().string();
+    std::string tmp_env = "TMPDIR=" + (home / "tmp").string();
+    std::string path_env = std::string("PATH=") + (std::getenv("PATH") ? std::getenv("PATH") : "/usr/bin:/bin");
+    std::vector<char*> envp = {home_env.data(), tmp_env.data(), path_env.data(), nullptr};
+    const int err = ::open(err_log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::dup2(in[1], 0);
+      ::dup2(out[1], 1);
+      ::dup2(err, 2);
+      ::execve(argv[0], argv.data(), envp.data());
+      ::_exit(127);
+    }
+    ::close(err);
+    ::close(in[1]);
+    ::close(out[1]);
+    to_ = in[0];
+    from_ = out[0];
+  }
+  ~McpProcess() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      wait_exit(pid_);
+    }
+    if (to_ >= 0) ::close(to_);
+    if (from_ >= 0) ::close(from_);
+  }
+  int pid() const { return pid_; }
+  // Waits for tycli to exit (after a signal or closed stdin): its exit code. Once only.
+  int wait() {
+    const int rc = wait_exit(pid_);
+    pid_ = -1;
+    return rc;
+  }
+  std::string err() const { return read_file(err_log_); }
+
+  bool send(std::string line) {
+    line += '\n';
+    std::string_view rest = line;
+    while (!rest.empty()) {
+      const ssize_t n = ::send(to_, rest.data(), rest.size(), MSG_NOSIGNAL);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return false;
+      rest.remove_prefix(static_cast<std::size_t>(n));
+    }
+    return true;
+  }
+  bool send(const Value& message) { return send(message.dump()); }
+  void close_stdin() { ::shutdown(to_, SHUT_WR); }
+
+  // The first message `match` accepts (kept ones first, then read, up to 20 s); null if none came.
+  template <class Match>
+  Value wait_for(Match match) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    for (std::size_t seen = 0;;) {
+      for (; seen < messages_.size(); ++seen)
+        if (match(messages_[seen])) return messages_[seen];
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
+      if (left.count() <= 0 || !read_some(static_cast<int>(left.count()))) return Value();
+    }
+  }
+  Value response(int id) {
+    return wait_for([id](const Value& m) { return m.contains("id") && m["id"] == id && !m.contains("method"); });
+  }
+  const std::vector<Value>& messages() const { return messages_; }
+
+  // initialize (at `version`) and notifications/initialized; the result of initialize.
+  Value initialize(const std::string& version = "2025-06-18") {
+    send(Value{{"jsonrpc", "2.0"}, {"id", 1}, {"method", "initialize"},
+               {"params", {{"protocolVersion", version}, {"capabilities", Value::object()},
+                           {"clientInfo", {{"name", "test"}, {"version", "1"}}}}}});
+    send(Value{{"jsonrpc", "2.0"}, {"method", "notifications/initialized"}});
+    return response(1);
+  }
+  bool call(int id, const std::string& tool, const Value& args = Value::object()) {
+    return send(Value{{"jsonrpc", "2.0"}, {"id", id}, {"method", "tools/call"},
+                      {"params", {{"name", tool}, {"arguments", args}}}});
+  }
+
+ private:
+  bool read_some(int timeout_ms) {
+    pollfd p{from_, POLLIN, 0};
+    if (::poll(&p, 1, timeout_ms) <= 0) return false;
+    char buf[65536];
+    const ssize_t n = ::read(from_, buf, sizeof buf);
+    if (n <= 0) return false;
+    pending_.append(buf, static_cast<std::size_t>(n));
+    for (std::size_t nl; (nl = pending_.find('\n')) != std::string::npos; pending_.erase(0, nl + 1))
+      messages_.push_back(Value::parse(pending_.substr(0, nl), nullptr, false));
+    return true;
+  }
+
+  fs::path err_log_;
+  int pid_ = -1, to_ = -1, from_ = -1;
+  std::string pending_;
+  std::vector<Value> messages_;
+};
+
+std::string stdio_comm(int pid) {
+  std::string comm;
+  std::getline(std::ifstream("/proc/" + std::to_string(pid) + "/comm"), comm);
+  return comm;
+}
+
+// Waits (bounded) until a sandbox under home/tmp has set its process title to
+// `title`: the tool reached its stuck point. Returns that sandbox's pid, or 0.
+int stdio_wait_for_title(const fs::path& home, const std::string& title) {
+  for (int i = 0; i < 600; ++i) {
+    for (int pid : processes_in(home / "tmp"))
+      if (stdio_comm(pid) == title) return pid;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return 0;
+}
+
+// Gone: no such process, or only its zombie (an orphan init has not reaped yet).
+bool stdio_gone(int pid) {
+  if (::kill(pid, 0) == -1 && errno == ESRCH) return true;
+  std::string stat;
+  std::getline(std::ifstream("/proc/" + std::to_string(pid) + "/stat"), stat);
+  const auto paren = stat.rfind(')');
+  return paren == std::string::npos || (paren + 2 < stat.size() && stat[paren + 2] == 'Z');
+}
+
+std::string stdio_sql(const fs::path& home, const std::string& query) {
+  auto r = run_command({"sqlite3", (home / "taskyon.db").string(), query}, home);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return r.out;
+}
+
+// SIGTERM or SIGINT to `tycli mcp` while a call runs (docs/mcp.md): it exits
+// 128 + N at once, the running call is stored as Cancelled, its sandbox is
+// destroyed (no process left) and logged "cancelled".
+class McpSignal : public ::testing::TestWithParam<int> {};
+
+TEST_P(McpSignal, ARunningCallIsCancelledAndNoSandboxIsLeft) {
+  const int signal = GetParam();
+  TempDir home;
+  install(home, "stuck", js_tool("stuck", "async () => { process.title = 'tystuck'; await new Promise(() => {}); }"));
+  McpProcess mcp(home, {"mcp", "--timeout", "60000"});
+  ASSERT_GT(mcp.pid(), 0);
+  ASSERT_TRUE(mcp.initialize().contains("result")) << mcp.err();
+  ASSERT_TRUE(mcp.call(2, "stuck"));
+  const int sandbox = stdio_wait_for_title(home.path(), "tystuck");
+  ASSERT_GT(sandbox, 0) << "the stuck tool never ran: " << mcp.err();
+  ::kill(mcp.pid(), signal);
+  EXPECT_EQ(mcp.wait(), 128 + signal) << mcp.err();
+  EXPECT_NE(mcp.err().find("stopped by " + std::string(signal == SIGTERM ? "SIGTERM" : "SIGINT")), std::string::npos)
+      << mcp.err();
+  EXPECT_TRUE(stdio_gone(sandbox)) << "the sandbox outlived tycli mcp";
+  EXPECT_TRUE(processes_in(home / "tmp").empty()) << "a process is left under the host's TMPDIR";
+  const Value log = sandbox_log(home.path());
+  ASSERT_EQ(log.size(), 1u) << log.dump(1);
+  EXPECT_EQ(log[0]["tool"], "stuck") << log.dump(1);
+  // The running call's sandbox is destroyed by the connection's close (H5, as
+  // for a disconnect): "cancelled"; idle ones by the host's shutdown: "interrupted".
+  EXPECT_EQ(log[0]["reason"], "cancelled") << log.dump(1);
+  EXPECT_EQ(stdio_sql(home.path(), "SELECT kind, state FROM tasks ORDER BY kind"),
+            "functionCall|Cancelled\ntoolResult|Cancelled\n");
+}
+
+INSTANTIATE_TEST_SUITE_P(Signals, McpSignal, ::testing::Values(SIGTERM, SIGINT),
+                         [](const auto& info) { return std::string(info.param == SIGTERM ? "SIGTERM" : "SIGINT"); });
+
+// At most kMaxConcurrentCalls (16) tools/call run at once per connection: the
+// 17th gets an isError result naming the limit, at once; the 16 go on. (The
+// 16 calls of one session to one revision queue on its one sandbox, S2: one
+// process, however many calls.)
+TEST(McpLimits, The17thConcurrentCallOfAConnectionIsRefusedNamingTheLimit) {
+  TempDir home;
+  install(home, "stuck", js_tool("stuck", "async () => { process.title = 'tystuck'; await new Promise(() => {}); }"));
+  install(home, "quick", js_tool("quick", "() => 'ok'"));
+  McpProcess mcp(home, {"mcp", "--timeout", "60000"});
+  ASSERT_TRUE(mcp.initialize().contains("result")) << mcp.err();
+  for (int id = 10; id < 26; ++id) ASSERT_TRUE(mcp.call(id, "stuck"));
+  ASSERT_TRUE(mcp.call(26, "stuck"));
+  const Value refused = mcp.response(26);
+  ASSERT_TRUE(refused.contains("result")) << refused.dump() << mcp.err();
+  EXPECT_EQ(refused["result"]["isError"], true) << refused.dump();
+  const std::string text = refused["result"]["content"][0]["text"].get<std::string>();
+  EXPECT_NE(text.find("at most 16"), std::string::npos) << text;
+  for (const auto& m : mcp.messages())
+    EXPECT_FALSE(m.contains("id") && m["id"] != 1 && m["id"] != 26) << "one of the 16 answered: " << m.dump();
+  // The 16 are still running: cancelling one frees a place for a new call.
+  ASSERT_TRUE(mcp.send(Value{{"jsonrpc", "2.0"}, {"method", "notifications/cancelled"}, {"params", {{"requestId", 10}}}}));
+  Value admitted;
+  for (int attempt = 0; attempt < 200; ++attempt) {  // the cancellation is taken in on the host's own time
+    ASSERT_TRUE(mcp.call(100 + attempt, "quick"));
+    admitted = mcp.response(100 + attempt);
+    if (admitted.contains("result") && admitted["result"].value("isError", true) == false) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(admitted["result"]["structuredContent"]["result"], "ok") << admitted.dump();
+  ::kill(mcp.pid(), SIGTERM);
+  EXPECT_EQ(mcp.wait(), 128 + SIGTERM);
+  EXPECT_TRUE(processes_in(home / "tmp").empty());
+}
+
+// Calls to different revisions run in parallel (issue 13 item 4): two tools
+// that each wait 2.5 s, called at once on one connection, overlap. Asserted by
+// the times each tool saw (its start before the other's end), not by a
+// wall-clock threshold.
+TEST(McpParallel, CallsToDifferentRevisionsOverlap) {
+  TempDir home;
+  const std::string code = "async () => { const start = Date.now(); await new Promise((r) => setTimeout(r, 2500)); "
+                           "return {start, end: Date.now()}; }";
+  install(home, "slow-a", js_tool("slow-a", code));
+  install(home, "slow-b", js_tool("slow-b", code));
+  McpProcess mcp(home, {"mcp", "--timeout", "30000"});
+  ASSERT_TRUE(mcp.initialize().contains("result")) << mcp.err();
+  ASSERT_TRUE(mcp.call(2, "slow-a"));
+  ASSERT_TRUE(mcp.call(3, "slow-b"));
+  const Value a = mcp.response(2)["result"]["structuredContent"];
+  const Value b = mcp.response(3)["result"]["structuredContent"];
+  ASSERT_TRUE(a.contains("start") && b.contains("start")) << a.dump() << b.dump() << mcp.err();
+  EXPECT_LT(a["start"].get<double>(), b["end"].get<double>()) << a.dump() << b.dump();
+  EXPECT_LT(b["start"].get<double>(), a["end"].get<double>()) << "the calls ran one after the other: " << a.dump()
+                                                              << b.dump();
+}
+
+// The stdio message bound (mcp::kMaxMessageBytes, 8 MiB): a longer line is
+// answered -32600 (id null) and dropped up to its newline; the connection
+// goes on with the next request.
+TEST(McpStdioLimits, ALineOver8MiBGetsInvalidRequestAndTheConnectionGoesOn) {
+  TempDir home;
+  McpProcess mcp(home, {"mcp"});
+  ASSERT_TRUE(mcp.initialize().contains("result")) << mcp.err();
+  const std::string head = R"({"jsonrpc":"2.0","id":2,"method":"ping","params":{"pad":")";
+  ASSERT_TRUE(mcp.send(head + std::string((8u << 20) - head.size() + 16, 'x') + "\"}}"));
+  const Value refused = mcp.wait_for([](const Value& m) { return m.contains("error"); });
+  ASSERT_TRUE(refused.is_object()) << "no answer to the oversized line: " << mcp.err();
+  EXPECT_EQ(refused["error"]["code"], -32600) << refused.dump();
+  EXPECT_TRUE(refused["id"].is_null()) << refused.dump();
+  ASSERT_TRUE(mcp.send(Value{{"jsonrpc", "2.0"}, {"id", 3}, {"method", "ping"}}));
+  EXPECT_EQ(mcp.response(3)["result"], Value::object()) << mcp.err();
+  for (const auto& m : mcp.messages())
+    EXPECT_FALSE(m.contains("id") && m["id"] == 2) << "the oversized request was run: " << m.dump();
+  mcp.close_stdin();
+  EXPECT_EQ(mcp.wait(), 0) << mcp.err();
 }
 
 }  // namespace

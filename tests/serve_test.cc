@@ -9,11 +9,14 @@
 #include <signal.h>
 #include <sys/stat.h>
 
+#include <cerrno>
+
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -72,8 +75,8 @@ class Served {
       testing::wait_exit(pid_);
     }
   }
-  int stop() {
-    ::kill(pid_, SIGTERM);
+  int stop(int signal = SIGTERM) {
+    ::kill(pid_, signal);
     const int rc = testing::wait_exit(pid_);
     pid_ = -1;
     return rc;
@@ -705,6 +708,110 @@ TEST_F(Serve, ChatCallTakesTheProvidersToolCallVerbatim) {
   auto none = s.post("/v1/chat/call", Value{{"at", root}, {"toolCall", {{"role", "assistant"}}}});
   EXPECT_EQ(none->status, 400);
   EXPECT_EQ(body_of(s.post("/v1/chat/call", Value{{"toolCall", Value::object()}}))["error"]["code"], "bad_usage");
+}
+
+std::string serve_comm(int pid) {
+  std::string comm;
+  std::getline(std::ifstream("/proc/" + std::to_string(pid) + "/comm"), comm);
+  return comm;
+}
+
+// Waits (bounded) until a sandbox under home/tmp has set its process title to
+// `title`: the tool reached its stuck point. Its pid, or 0.
+int serve_wait_for_title(const testing::TempDir& home, const std::string& title) {
+  for (int i = 0; i < 600; ++i) {
+    for (int pid : testing::processes_in(home / "tmp"))
+      if (serve_comm(pid) == title) return pid;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return 0;
+}
+
+// Gone: no such process, or only its zombie (an orphan init has not reaped yet).
+bool serve_gone(int pid) {
+  if (::kill(pid, 0) == -1 && errno == ESRCH) return true;
+  std::string stat;
+  std::getline(std::ifstream("/proc/" + std::to_string(pid) + "/stat"), stat);
+  const auto paren = stat.rfind(')');
+  return paren == std::string::npos || (paren + 2 < stat.size() && stat[paren + 2] == 'Z');
+}
+
+void install_stuck(const testing::TempDir& home, const std::string& name, const std::string& title) {
+  const Value tool =
+      testing::js_tool(name, "async () => { process.title = '" + title + "'; await new Promise(() => {}); }");
+  ASSERT_EQ(testing::run_tycli({"tool", "install", home.write(name + ".json", tool.dump())}, home.path()).exit_code, 0);
+}
+
+// A /v1/call on a thread of its own; joined by its destructor.
+struct Background {
+  std::optional<httplib::Result> result;  // before `thread`: constructed before the thread writes it
+  std::thread thread;
+  Background(const Served& s, const Value& body) : thread([this, &s, body] { result = s.post("/v1/call", body); }) {}
+  ~Background() { thread.join(); }
+};
+
+// SIGTERM or SIGINT to `tycli serve` while a /v1 call runs: it exits 0
+// (docs/serve.md), the call is stored as Cancelled, its sandbox destroyed (no
+// process left) and logged "interrupted"; the client's request ends too.
+class ServeSignal : public ::testing::TestWithParam<int> {};
+
+TEST_P(ServeSignal, ARunningCallIsCancelledAndNoSandboxIsLeft) {
+  const int signal = GetParam();
+  testing::TempDir home;
+  install_stuck(home, "stuck", "tystuck");
+  Served s(home);
+  ASSERT_TRUE(s.up()) << s.log();
+  int sandbox = 0;
+  {
+    Background call(s, {{"tool", "stuck"}, {"timeoutMs", 60000}});
+    sandbox = serve_wait_for_title(home, "tystuck");
+    EXPECT_EQ(s.stop(signal), 0) << s.log();  // also ends the call, so that `call` can be joined
+  }
+  ASSERT_GT(sandbox, 0) << "the stuck tool never ran: " << s.log();
+  EXPECT_THAT(s.log(), HasSubstr(std::string("stopped by ") + (signal == SIGTERM ? "SIGTERM" : "SIGINT")));
+  EXPECT_TRUE(serve_gone(sandbox)) << "the sandbox outlived tycli serve";
+  EXPECT_TRUE(testing::processes_in(home / "tmp").empty()) << "a process is left under the host's TMPDIR";
+  auto log = testing::run_tycli({"--json", "sandbox", "log", "--limit", "0"}, home.path());
+  auto parsed = json::parse(log.out);
+  ASSERT_TRUE(parsed && parsed->is_array()) << log.out << log.err;
+  ASSERT_EQ(parsed->size(), 1u) << parsed->dump(1);
+  EXPECT_EQ((*parsed)[0]["tool"], "stuck");
+  EXPECT_EQ((*parsed)[0]["reason"], "interrupted") << parsed->dump(1);
+  auto q = testing::run_command({"sqlite3", (home / "taskyon.db").string(), "SELECT kind, state FROM tasks ORDER BY kind"},
+                                home.path());
+  EXPECT_EQ(q.out, "functionCall|Cancelled\ntoolResult|Cancelled\n") << q.err;
+}
+
+INSTANTIATE_TEST_SUITE_P(Signals, ServeSignal, ::testing::Values(SIGTERM, SIGINT),
+                         [](const auto& info) { return std::string(info.param == SIGTERM ? "SIGTERM" : "SIGINT"); });
+
+// `--max-concurrent-calls N` bounds the /v1 calls running at once: with two
+// stuck calls running, a third is refused at once (429 too_many_calls, the
+// message naming the limit), and nothing of it is stored.
+TEST_F(Serve, TheCallPastMaxConcurrentCallsIsRefusedNamingTheLimit) {
+  install_stuck(home, "stuck-a", "tystucka");
+  install_stuck(home, "stuck-b", "tystuckb");
+  ASSERT_EQ(tycli({"tool", "install", home.write("upper.json", upper.dump())}).exit_code, 0);
+  Served s(home, {}, {"--max-concurrent-calls", "2"});
+  ASSERT_TRUE(s.up()) << s.log();
+  {
+    Background a(s, {{"tool", "stuck-a"}, {"timeoutMs", 60000}});
+    Background b(s, {{"tool", "stuck-b"}, {"timeoutMs", 60000}});
+    const bool running = serve_wait_for_title(home, "tystucka") > 0 && serve_wait_for_title(home, "tystuckb") > 0;
+    std::optional<httplib::Result> third;
+    if (running) third = s.post("/v1/call", Value{{"tool", "upper"}, {"args", {{"input", "x"}}}});
+    EXPECT_EQ(s.stop(), 0);  // ends the two stuck calls, so that they can be joined
+    ASSERT_TRUE(running) << s.log();
+    ASSERT_TRUE(third && *third);
+    const auto& refused = *third;
+    EXPECT_EQ(refused->status, 429) << refused->body;
+    const Value error = body_of(refused)["error"];
+    EXPECT_EQ(error["code"], "too_many_calls") << refused->body;
+    EXPECT_THAT(error.value("message", ""), HasSubstr("at most 2 calls")) << refused->body;
+  }
+  auto q = testing::run_command(
+      {"sqlite3", (home / "taskyon.db").string(), "SELECT count(*) FROM tasks WHERE kind = 'functionCall'"}, home.path());
+  EXPECT_EQ(q.out, "2\n") << "the refused call is not stored: " << q.err;
 }
 
 }  // namespace

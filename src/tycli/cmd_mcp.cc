@@ -17,12 +17,12 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 
 #include <fmt/format.h>
 
 #include "cli.h"
 #include "signals.h"
-#include "taskyon/base/line_reader.h"
 #include "taskyon/host/host.h"
 #include "taskyon/mcp/server.h"
 #include "taskyon/sandbox/runtime.h"
@@ -37,6 +37,39 @@ struct McpArgs {
   std::string js_runtime;
   long long memory_budget_mib = -1;
   long long poll_ms = 500;
+};
+
+// stdin split into lines of at most mcp::kMaxMessageBytes. A longer line is
+// never held: its bytes are dropped up to its newline, and it is handed on as
+// one oversized message (answered -32600), so the session goes on with the
+// next line. At most one line's bytes (the limit) are held at a time.
+class StdinLines {
+ public:
+  template <class OnLine, class OnOversized>
+  void feed(std::string_view bytes, OnLine&& on_line, OnOversized&& on_oversized) {
+    while (!bytes.empty()) {
+      const std::size_t nl = bytes.find('\n');
+      const std::string_view part = bytes.substr(0, nl);
+      if (!dropping_ && pending_.size() + part.size() > taskyon::mcp::kMaxMessageBytes) {
+        dropping_ = true;
+        std::string().swap(pending_);
+      }
+      if (!dropping_) pending_.append(part);
+      if (nl == std::string_view::npos) return;
+      bytes.remove_prefix(nl + 1);
+      if (dropping_) {
+        dropping_ = false;
+        on_oversized();
+      } else {
+        on_line(pending_);
+        pending_.clear();
+      }
+    }
+  }
+
+ private:
+  std::string pending_;    // the line so far
+  bool dropping_ = false;  // the line so far is over the limit: dropped up to its newline
 };
 
 // Writes all of `bytes` to fd 1; false when stdout is gone. SIGPIPE is
@@ -108,7 +141,7 @@ int serve_stdio(Globals& g, const McpArgs& a) {
         {}, "stdio");
     std::cerr << fmt::format("tycli mcp: serving MCP {} on stdio (session {})\n", taskyon::mcp::kLatestProtocolVersion,
                              connection.session());
-    taskyon::LineReader reader(taskyon::mcp::kMaxMessageBytes + 1);
+    StdinLines lines;
     std::string chunk(64 * 1024, '\0');
     bool stdin_closed = false;
     for (;;) {
@@ -125,16 +158,14 @@ int serve_stdio(Globals& g, const McpArgs& a) {
         stdin_closed = true;
         break;
       }
-      if (!reader.feed(std::string_view(chunk.data(), static_cast<std::size_t>(n)))) {
-        std::cerr << fmt::format("tycli mcp: a message longer than {} bytes; closing\n",
-                                 taskyon::mcp::kMaxMessageBytes);
-        break;
-      }
-      while (auto line = reader.next()) {
-        if (!line->empty() && line->back() == '\r') line->pop_back();
-        if (line->find_first_not_of(" \t") == std::string::npos) continue;
-        connection.receive(*line);
-      }
+      lines.feed(
+          std::string_view(chunk.data(), static_cast<std::size_t>(n)),
+          [&](std::string_view line) {
+            if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+            if (line.find_first_not_of(" \t") == std::string_view::npos) return;
+            connection.receive(line);
+          },
+          [&] { connection.receive_oversized(); });
       if (stdout_gone) break;
     }
     // Closed stdin ends the session, but the calls it already sent still

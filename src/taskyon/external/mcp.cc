@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cmath>
@@ -392,9 +393,12 @@ Result<sandbox::CallOutcome> call_tool(const McpServer& server, const std::strin
   return out;
 }
 
+// How often a call queued behind another on the same server looks at its cancel token.
+constexpr std::chrono::milliseconds kQueueSlice{10};
+
 struct McpClients::Impl {
   struct Server {
-    std::mutex mu;  // one call at a time per server (one session)
+    std::timed_mutex mu;  // one call at a time per server (one session); waited for with a bound
     std::unique_ptr<Session> session;
     std::size_t starts = 0;
   };
@@ -417,7 +421,25 @@ Result<sandbox::CallOutcome> McpClients::call_tool(const McpServer& server, cons
     if (!e) e = std::make_shared<Impl::Server>();
     entry = e;
   }
-  std::lock_guard call_lock(entry->mu);
+  // A call queued behind another one on this server waits no longer than its
+  // own deadline and ends as soon as it is cancelled: the wait is taken in
+  // short slices so that the cancel token is looked at between them.
+  std::unique_lock call_lock(entry->mu, std::defer_lock);
+  const auto deadline = started + timeout;
+  while (!call_lock.try_lock_until(std::min(deadline, Clock::now() + kQueueSlice))) {
+    const bool cancelled = cancel.cancelled();
+    if (!cancelled && Clock::now() < deadline) continue;
+    sandbox::CallOutcome out;
+    out.status = cancelled ? sandbox::Status::cancelled : sandbox::Status::timeout;
+    out.duration = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started);
+    out.error = cancelled ? fmt::format("the call was cancelled after {} ms while it waited for the MCP server, which "
+                                        "was busy with another call (calls to one server run one at a time)",
+                                        out.duration.count())
+                          : fmt::format("the call timed out after {} ms while it waited for the MCP server, which "
+                                        "was busy with another call (calls to one server run one at a time)",
+                                        out.duration.count());
+    return out;  // the server was not touched: it keeps running the other call
+  }
   bool fresh = false;
   if (!entry->session || !entry->session->alive()) {  // first use, or it died: (re)started
     entry->session = std::make_unique<Session>();

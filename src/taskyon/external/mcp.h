@@ -71,6 +71,16 @@ Result<sandbox::CallOutcome> call_tool(const McpServer& server, const std::strin
 // broke the protocol or was still working when `cancel` fired is stopped
 // (SIGKILL to its group; `destroyed` names why) and restarted next time.
 // Outcomes as call_tool's. The destructor stops every server.
+//
+// One McpClients serves the whole host, so one imported server process (and
+// its one MCP session) is shared by every host session: H3's per-session
+// state (retained sandboxes keyed by (revision, session)) does not extend
+// into imported servers. Whatever state a server keeps between calls is seen
+// by every client of the host; the server is the user's program, trusted
+// with that at import (R6). Sessions' calls to one server wait for each
+// other, each no longer than its own timeout: a call still queued at its
+// deadline ends as `timeout`, one cancelled while queued as `cancelled`
+// (neither touches the server, which keeps running the call ahead).
 class McpClients {
  public:
   McpClients();

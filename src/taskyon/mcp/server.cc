@@ -17,8 +17,19 @@ namespace {
 
 using json::Value;
 
+// Equal to the TypeScript SDK's SUPPORTED_PROTOCOL_VERSIONS (the pinned
+// @modelcontextprotocol/sdk 1.32.2, dist/esm/types.js), newest first; keep
+// the two equal when the SDK is updated.
 constexpr std::array<std::string_view, 5> kVersions = {kLatestProtocolVersion, "2025-06-18", "2025-03-26",
                                                        "2024-11-05", "2024-10-07"};
+
+// The first revision with structured tool output (the spec's 2025-06-18
+// changelog): `outputSchema` in tools/list, `structuredContent` in a
+// tools/call result. Revision names are dates, so they compare as strings.
+constexpr std::string_view kStructuredOutputVersion = "2025-06-18";
+bool has_structured_output(std::string_view version) {
+  return version.empty() || version >= kStructuredOutputVersion;  // empty: before initialize, the latest
+}
 
 // JSON-RPC 2.0 error codes.
 constexpr int kParseError = -32700;
@@ -177,6 +188,11 @@ struct Connection::Impl : std::enable_shared_from_this<Connection::Impl> {
     emit(result_response(id, std::move(result)), id);
   }
 
+  std::string negotiated() {
+    std::lock_guard lock(mu);
+    return version;
+  }
+
   void set_level(const Value& id, const Value& params) {
     const int rank = params.contains("level") && params["level"].is_string()
                          ? level_rank(params["level"].get<std::string>())
@@ -194,9 +210,10 @@ struct Connection::Impl : std::enable_shared_from_this<Connection::Impl> {
     auto tools = host.list_tools();
     if (!tools) return emit(error_response(id, kInternalError, "the tool registry could not be read: " +
                                                                    tools.error().describe()), id);
+    const bool structured = has_structured_output(negotiated());
     Value out = Value::array();
     for (const auto& t : *tools) {
-      Value tool = tasks::mcp_tool(t.name, t.description, t.input_schema, t.output_schema);
+      Value tool = tasks::mcp_tool(t.name, t.description, t.input_schema, structured ? t.output_schema : Value());
       tool["_meta"] = {{"taskyon/revision", t.revision},
                        {"taskyon/settingsRevision", t.settings_revision},
                        {"taskyon/execution", t.execution}};
@@ -318,6 +335,15 @@ struct Connection::Impl : std::enable_shared_from_this<Connection::Impl> {
       result = {{"content", Value::array({{{"type", "text"}, {"text", dump(o.value)}}})},
                 {"structuredContent", std::move(structured)}};
     }
+    if (!has_structured_output(negotiated()) && result.contains("structuredContent")) {
+      // An older revision has no structuredContent: the result is in the text
+      // content (ours always; an imported server's gets its JSON as text when
+      // it sent no text item of its own).
+      bool text = false;
+      for (const auto& c : result["content"]) text |= c.is_object() && c.value("type", "") == "text";
+      if (!text) result["content"].push_back({{"type", "text"}, {"text", dump(result["structuredContent"])}});
+      result.erase("structuredContent");
+    }
     result["isError"] = false;
     result["_meta"] = std::move(meta);
     return result_response(id, std::move(result));
@@ -360,12 +386,13 @@ Connection::Connection(host::Host& host, Sink sink, ServerInfo info, std::string
 
 Connection::~Connection() { close(); }
 
+void Connection::receive_oversized() {
+  impl_->emit(error_response(Value(), kInvalidRequest,
+                             fmt::format("the message is larger than {} bytes", kMaxMessageBytes)));
+}
+
 void Connection::receive(std::string_view text) {
-  if (text.size() > kMaxMessageBytes) {
-    impl_->emit(error_response(Value(), kInvalidRequest,
-                               fmt::format("the message is larger than {} bytes", kMaxMessageBytes)));
-    return;
-  }
+  if (text.size() > kMaxMessageBytes) return receive_oversized();
   auto parsed = json::parse(text);
   if (!parsed) {
     impl_->emit(error_response(Value(), kParseError, "parse error: " + parsed.error().describe()));

@@ -5,9 +5,12 @@
 // (Not to be confused with external/mcp.h, the *client* of imported servers.)
 //
 // One Connection = one client = one host session (H3). It answers:
-//   initialize                 protocol version negotiated (kProtocolVersions:
+//   initialize                 protocol version negotiated (protocol_versions():
 //                              the client's if supported, else the latest),
-//                              capabilities {tools:{listChanged:true}, logging:{}}
+//                              capabilities {tools:{listChanged:true}, logging:{}};
+//                              a version before 2025-06-18 gets no outputSchema
+//                              and no structuredContent (they came with that
+//                              revision), the result only as text content
 //   notifications/initialized  (nothing)
 //   ping                       {}
 //   tools/list                 every active tool: name, description,
@@ -49,8 +52,8 @@
 
 namespace taskyon::mcp {
 
-// The revisions this server speaks, newest first (the SDK 1.32's
-// SUPPORTED_PROTOCOL_VERSIONS).
+// The revisions this server speaks, newest first: equal to the pinned SDK's
+// (1.32.2) SUPPORTED_PROTOCOL_VERSIONS; keep them equal.
 inline constexpr std::string_view kLatestProtocolVersion = "2025-11-25";
 std::span<const std::string_view> protocol_versions();
 
@@ -90,6 +93,10 @@ class Connection {
   // kMaxMessageBytes. Returns at once; tools/call runs on its own thread.
   void receive(std::string_view text);
   void receive_value(const json::Value& message);  // the same, already parsed
+  // A message the transport did not keep because it was over
+  // kMaxMessageBytes (stdio drops such a line up to its newline): answered
+  // -32600 with a null id, as receive() answers one it is given whole.
+  void receive_oversized();
 
   // Cancels every running call (H5: sandboxes destroyed, calls stored as
   // Cancelled), waits for their threads, closes the host session. Nothing is

@@ -40,11 +40,19 @@ namespace {
 struct Slot {
   std::string revision;              // what the slot is keyed by (H3): revision and session
   std::string session;
-  std::mutex call_mu;                // held for a whole call, start and load included
+  std::timed_mutex call_mu;          // held for a whole call, start and load included; waited for
+                                     // with the call's deadline and cancellation (call_retained)
   std::shared_ptr<Sandbox> sandbox;  // guarded by Pool::Impl::mu; null when none is live
   std::uint64_t last_used = 0;       // guarded by Pool::Impl::mu; larger is more recent
   std::string code;                  // guarded by call_mu: the code `sandbox` was loaded with
 };
+
+// How often a call queued behind another on the same slot looks at its
+// cancel token, and what an outcome that never got the slot says.
+constexpr std::chrono::milliseconds kQueueSlice{10};
+constexpr std::string_view kQueuedNote =
+    "while it waited for its sandbox, busy with an earlier call of the same session (one call at a time per "
+    "revision and session, S2)";
 
 // The key of a (revision, session) slot; '\n' never occurs in a revision id.
 std::string slot_key(std::string_view revision, std::string_view session) {
@@ -373,7 +381,19 @@ struct Pool::Impl {
       entry->last_used = ++use_clock;
       slot = entry;
     }
-    std::lock_guard call_lock(slot->call_mu);
+    // A call queued behind another call of the same (revision, session) waits
+    // no longer than its own deadline and ends as soon as it is cancelled (or
+    // the pool is interrupted): the wait is taken in short slices so that the
+    // cancel token is looked at between them. The sandbox is not touched.
+    std::unique_lock call_lock(slot->call_mu, std::defer_lock);
+    while (!call_lock.try_lock_until(std::min(deadline, Clock::now() + kQueueSlice))) {
+      const bool cancelled = request.cancel.cancelled() || interrupted_flag.load();
+      if (!cancelled && Clock::now() < deadline) continue;
+      CallOutcome outcome;
+      outcome.status = cancelled ? Status::cancelled : Status::timeout;
+      outcome.error = cancelled ? "the call was cancelled " + std::string(kQueuedNote) : std::string(kQueuedNote);
+      return outcome;
+    }
     std::shared_ptr<Sandbox> sandbox;
     {
       std::lock_guard lock(mu);
@@ -517,7 +537,8 @@ Result<CallOutcome> Pool::call(const CallRequest& request) {
       outcome->status = Status::cancelled;
       outcome->error = "the call was interrupted: tycli is shutting down";
     } else if (outcome->status == Status::timeout) {
-      outcome->error = fmt::format("the call ran past its timeout of {} ms", request.timeout.count());
+      outcome->error = fmt::format("the call ran past its timeout of {} ms{}", request.timeout.count(),
+                                   outcome->error == kQueuedNote ? " " + outcome->error : std::string());
     }
     outcome->duration = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started);
     return outcome;

@@ -265,6 +265,9 @@ class Pool {
   // frame), Errc::invalid_arguments (args likewise); no sandbox is touched then.
   // The timeout covers starting and loading a fresh sandbox too. Safe from
   // several threads; calls to one revision's retained sandbox run one at a time.
+  // A call waiting for that sandbox keeps its own timeout and cancellation: it
+  // ends as timeout or cancelled while still queued, leaving the sandbox and
+  // the call ahead of it alone (fresh_sandbox false, destroyed unset).
   Result<CallOutcome> call(const CallRequest& request);
 
   // Destroys the retained sandbox of `revision`, if any (S5). Never waits on the
