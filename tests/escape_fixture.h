@@ -275,12 +275,17 @@ class EscapeFixture : public ::testing::Test {
   // the machinery fails the test.
   CallOutcome run(const std::string& revision, const std::string& code, Value extra = Value::object(),
                   std::chrono::milliseconds timeout = 10s) {
+    return run_as(revision, code, std::move(extra), [&](CallRequest& r) { r.timeout = timeout; });
+  }
+  // run(), with the request adjusted first (its session, capabilities, attribution).
+  template <typename Adjust>
+  CallOutcome run_as(const std::string& revision, const std::string& code, Value extra, Adjust adjust) {
     Value args = canaries();
     for (auto& [key, value] : extra.items()) args[key] = value;
     CallRequest request;
     request.tool = ToolCode{"sha256:escape-" + revision, code};
     request.args = std::move(args);
-    request.timeout = timeout;
+    adjust(request);
     auto result = pool().call(request);
     if (!result) {
       ADD_FAILURE() << "Pool::call failed: " << result.error().describe();

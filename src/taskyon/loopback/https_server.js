@@ -50,7 +50,7 @@ const server = https.createServer({ cert: fs.readFileSync(certFile), key: fs.rea
           body: Buffer.concat(chunks).toString('utf8'),
         });
       case '/redirect':
-        res.writeHead(302, { Location: '/ok', 'Content-Length': 0 });
+        res.writeHead(302, { Location: url.searchParams.get('to') ?? '/ok', 'Content-Length': 0 });
         return res.end();
       case '/slow': {
         const ms = Number(url.searchParams.get('ms') ?? 2000);
