@@ -11,6 +11,7 @@
 #include <fstream>
 #include <iterator>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 #include <thread>
@@ -130,6 +131,42 @@ TEST(McpClients, ACallQueuedBehindABusyServerKeepsItsOwnTimeoutAndCancellation) 
   holder.join();
   ASSERT_TRUE(first.has_value() && first->has_value());
   EXPECT_EQ((*first)->status, sandbox::Status::cancelled) << (*first)->error;
+}
+
+// pids() and running() read what each server publishes, never its session:
+// a reader thread polling them while calls restart the server (the old
+// session freed, a new one made) must see at most one server, and never
+// touch a session being replaced (a heap-use-after-free under ASan when they
+// read the session itself).
+TEST(McpClients, PidsAndRunningAreSafeWhileCallsRestartTheServer) {
+  McpClients clients;
+  std::atomic<bool> done{false};
+  std::atomic<int> reads{0}, bad{0};
+  std::thread reader([&] {
+    while (!done) {
+      const auto pids = clients.pids();
+      const auto running = clients.running();
+      if (pids.size() > 1 || running > 1) ++bad;
+      ++reads;
+    }
+  });
+  std::vector<int> seen;
+  for (int i = 0; i < 6; ++i) {
+    auto out = clients.call_tool(kEverything, "echo", {{"message", "restart"}}, Value(), 20s, {});
+    ASSERT_TRUE(out) << out.error().describe();
+    ASSERT_EQ(out->status, sandbox::Status::ok) << out->error;
+    EXPECT_TRUE(out->fresh_sandbox) << "call " << i << " follows a killed server";
+    ASSERT_EQ(clients.pids().size(), 1u);
+    const int pid = clients.pids()[0];
+    seen.push_back(pid);
+    ::kill(-pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+  }
+  done = true;
+  reader.join();
+  EXPECT_EQ(bad, 0);
+  EXPECT_GT(reads, 0);
+  EXPECT_EQ(std::set<int>(seen.begin(), seen.end()).size(), seen.size()) << "every restart is a new process";
 }
 
 TEST(McpClients, DestructionStopsEveryServer) {

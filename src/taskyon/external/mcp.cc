@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <climits>
 #include <cmath>
@@ -399,8 +400,13 @@ constexpr std::chrono::milliseconds kQueueSlice{10};
 struct McpClients::Impl {
   struct Server {
     std::timed_mutex mu;  // one call at a time per server (one session); waited for with a bound
-    std::unique_ptr<Session> session;
-    std::size_t starts = 0;
+    std::unique_ptr<Session> session;  // guarded by `mu` (the per-server lock)
+    std::size_t starts = 0;            // guarded by `mu`
+    // The running server's pid, 0 when none: written under `mu` whenever
+    // `session` changes, read by running()/pids() without `mu`, which a call
+    // may hold for its whole timeout.
+    std::atomic<long> pid{0};
+    void publish() { pid.store(session ? static_cast<long>(session->pid()) : 0); }
   };
   mutable std::mutex mu;
   std::map<std::string, std::shared_ptr<Server>> servers;
@@ -448,14 +454,17 @@ Result<sandbox::CallOutcome> McpClients::call_tool(const McpServer& server, cons
     entry->session->set_cancel_fd(cancel.fd());
     if (auto r = entry->session->start(server, started + timeout); !r) {
       entry->session.reset();
+      entry->publish();
       return std::unexpected(r.error());
     }
     auto init = initialize(*entry->session);
     if (!init) {
       auto out = failed_start(init.error(), *entry->session, started);
       entry->session.reset();
+      entry->publish();
       return out;
     }
+    entry->publish();
   }
   Session& s = *entry->session;
   s.set_deadline(started + timeout);
@@ -467,6 +476,7 @@ Result<sandbox::CallOutcome> McpClients::call_tool(const McpServer& server, cons
   if (failed) {
     out.destroyed = std::string(sandbox::status_name(out.status));
     entry->session.reset();
+    entry->publish();
   }
   return out;
 }
@@ -474,7 +484,7 @@ Result<sandbox::CallOutcome> McpClients::call_tool(const McpServer& server, cons
 std::size_t McpClients::running() const {
   std::lock_guard lock(impl_->mu);
   std::size_t n = 0;
-  for (const auto& [_, e] : impl_->servers) n += e->session ? 1 : 0;
+  for (const auto& [_, e] : impl_->servers) n += e->pid.load() > 0 ? 1 : 0;
   return n;
 }
 
@@ -482,7 +492,7 @@ std::vector<int> McpClients::pids() const {
   std::lock_guard lock(impl_->mu);
   std::vector<int> out;
   for (const auto& [_, e] : impl_->servers)
-    if (e->session && e->session->pid() > 0) out.push_back(static_cast<int>(e->session->pid()));
+    if (const long pid = e->pid.load(); pid > 0) out.push_back(static_cast<int>(pid));
   return out;
 }
 

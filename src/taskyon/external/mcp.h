@@ -94,6 +94,8 @@ class McpClients {
 
   std::size_t running() const;   // servers kept running now
   std::vector<int> pids() const;  // their process ids (tests, diagnostics)
+  // Both answer at once, from any thread, even while a call holds its server
+  // for its whole timeout: they read a pid each server publishes, never the session.
 
  private:
   struct Impl;
