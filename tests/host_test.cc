@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <filesystem>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -428,6 +429,107 @@ TEST_F(HostTest, AnOlderProtocolVersionGetsNoStructuredOutput) {
   EXPECT_EQ(new_weather["structuredContent"]["temperature"], 36) << new_weather.dump();
   old_c.close();
   new_c.close();
+}
+
+// JSON-RPC batches exist in MCP 2025-03-26 only (added there, removed in
+// 2025-06-18): a client at that revision gets each message answered; at any
+// other, or before initialize, the batch gets one -32600 and none of it runs.
+TEST_F(HostTest, BatchesAreAnsweredOnlyAtTheRevisionThatHasThem) {
+  const Value batch = Value::array({request(2, "ping"), request(3, "tools/call", {{"name", "counter"}})});
+  auto answered = [](Recorder& r, int id) {
+    std::lock_guard lock(r.mu);
+    for (const auto& m : r.messages)
+      if (m.contains("id") && m["id"] == id) return true;
+    return false;
+  };
+  auto refusals = [](Recorder& r) {
+    std::lock_guard lock(r.mu);
+    int n = 0;
+    for (const auto& m : r.messages)
+      n += m.contains("error") && m["error"]["code"] == -32600 && m["id"].is_null() &&
+                   m["error"]["message"].get<std::string>().find("only 2025-03-26") != std::string::npos
+               ? 1
+               : 0;
+    return n;
+  };
+
+  Recorder before;
+  mcp::Connection uninitialized(*host_, before.sink());
+  uninitialized.receive(batch.dump());
+  EXPECT_EQ(refusals(before), 1) << "before initialize the version is the latest, which has no batches";
+
+  for (const std::string version : {"2025-11-25", "2025-06-18", "2024-11-05"}) {
+    Recorder r;
+    mcp::Connection c(*host_, r.sink());
+    c.receive(request(1, "initialize", {{"protocolVersion", version}}).dump());
+    ASSERT_EQ(r.response(1)["result"]["protocolVersion"], version);
+    c.receive(batch.dump());
+    c.receive(request(4, "ping").dump());
+    EXPECT_EQ(r.response(4)["result"], Value::object()) << version << ": the connection goes on";
+    c.close();
+    EXPECT_EQ(refusals(r), 1) << version;
+    EXPECT_FALSE(answered(r, 2) || answered(r, 3)) << version << ": nothing of a refused batch runs";
+  }
+
+  Recorder r;
+  mcp::Connection c(*host_, r.sink());
+  c.receive(request(1, "initialize", {{"protocolVersion", "2025-03-26"}}).dump());
+  ASSERT_EQ(r.response(1)["result"]["protocolVersion"], "2025-03-26");
+  c.receive(batch.dump());
+  EXPECT_EQ(r.response(2)["result"], Value::object());
+  EXPECT_EQ(json::parse(r.response(3)["result"]["content"][0]["text"].get<std::string>()).value(),
+            (Value{{"count", 1}}));
+  c.receive(Value::array({request(5, "initialize", {{"protocolVersion", "2025-03-26"}})}).dump());
+  EXPECT_EQ(r.response(5)["error"]["code"], -32600) << "initialize is never part of a batch";
+  c.close();
+  EXPECT_EQ(refusals(r), 0);
+}
+
+// An imported server's content blocks reach a client as its revision knows
+// them: audio (2025-03-26 on) and resource_link (2025-06-18 on) become text
+// blocks that name them for an older client, never a type it cannot parse.
+TEST_F(HostTest, ContentBlocksAClientRevisionLacksBecomeText) {
+  const std::string server = std::string(TASKYON_SOURCE_DIR) + "/tests/mcp/content_server.mjs";
+  if (!std::filesystem::exists(std::string(TASKYON_SOURCE_DIR) + "/node_modules/@modelcontextprotocol/sdk/package.json"))
+    GTEST_SKIP() << "node_modules/@modelcontextprotocol/sdk is missing (scripts/setup.sh)";
+  {
+    auto st = store::Store::open(db_);
+    ASSERT_TRUE(st.has_value());
+    auto m = registry::parse_manifest({{"name", "blocks"},
+                                       {"description", "one block of each type"},
+                                       {"parameters", {{"type", "object"}}},
+                                       {"execution", "external-service"},
+                                       {"service", {{"mcp", {{"command", Value::array({"node", server})}, {"tool", "blocks"}}}}}});
+    ASSERT_TRUE(m.has_value()) << m.error().describe();
+    ASSERT_TRUE(st->install(*m, store::Activate::if_unbound, store::Trust{"tester", "test"}).has_value());
+  }
+  auto types_at = [&](const std::string& version) {
+    Recorder r;
+    mcp::Connection c(*host_, r.sink());
+    c.receive(request(1, "initialize", {{"protocolVersion", version}}).dump());
+    EXPECT_EQ(r.response(1)["result"]["protocolVersion"], version);
+    c.receive(request(2, "tools/call", {{"name", "blocks"}, {"arguments", Value::object()}}).dump());
+    const Value result = r.response(2)["result"];
+    c.close();
+    EXPECT_EQ(result["isError"], false) << version << " " << result.dump();
+    std::vector<std::string> types;
+    for (const auto& block : result["content"]) types.push_back(block["type"].get<std::string>());
+    return std::pair{types, result};
+  };
+  const auto [latest, latest_result] = types_at("2025-06-18");
+  EXPECT_EQ(latest, (std::vector<std::string>{"text", "audio", "resource_link"})) << latest_result.dump();
+  EXPECT_EQ(latest_result["content"][1]["data"], "UklGRiQAAABXQVZF") << "passed on as the server gave it";
+
+  const auto [march, march_result] = types_at("2025-03-26");
+  EXPECT_EQ(march, (std::vector<std::string>{"text", "audio", "text"})) << march_result.dump();
+  EXPECT_EQ(march_result["content"][2]["text"],
+            "Resource link: report <file:///data/report.csv> (text/csv): the quarterly numbers");
+
+  const auto [november, november_result] = types_at("2024-11-05");
+  EXPECT_EQ(november, (std::vector<std::string>{"text", "text", "text"})) << november_result.dump();
+  const std::string audio = november_result["content"][1]["text"].get<std::string>();
+  EXPECT_NE(audio.find("audio content (audio/wav, 16 base64 characters) left out"), std::string::npos) << audio;
+  EXPECT_EQ(audio.find("UklGR"), std::string::npos) << "no base64 data in the text";
 }
 
 }  // namespace

@@ -204,7 +204,7 @@ struct McpEndpoint::Impl {
 
     std::shared_ptr<Session> s;
     if (initialize) {
-      if (messages.size() != 1) return rpc_error(400, -32600, "initialize must be sent alone");
+      if (batch) return rpc_error(400, -32600, "initialize must be sent alone, not in a batch");
       {
         std::lock_guard lock(mu);
         if (closing) return rpc_error(503, -32603, "the server is shutting down");
@@ -223,6 +223,10 @@ struct McpEndpoint::Impl {
       auto it = sessions.find(*id);
       if (it == sessions.end()) return rpc_error(404, -32600, "unknown or ended MCP session");
       s = it->second;
+    }
+    if (batch && !initialize) {
+      const std::string version = s->connection->protocol_version();
+      if (!mcp::accepts_batches(version)) return rpc_error(400, -32600, mcp::batch_refusal(version));
     }
 
     auto x = std::make_shared<Exchange>();

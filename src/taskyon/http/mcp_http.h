@@ -1,7 +1,9 @@
 // MCP Streamable HTTP at /mcp of `tycli serve` (MCP 2025-11-25, "Transports";
 // docs/serve.md), over the transport-free server of taskyon/mcp/server.h.
 // Every request has passed H1/H2 first (server.h).
-//   POST   JSON-RPC message or batch. `initialize` opens a session: a fresh
+//   POST   JSON-RPC message, or a batch in a session at MCP 2025-03-26
+//          (mcp::accepts_batches; else 400, -32600, nothing of it run).
+//          `initialize` (never in a batch) opens a session: a fresh
 //          mcp::Connection (= one host session, H3) and an `Mcp-Session-Id`
 //          (32 random hex digits) in the response's headers; every later
 //          request must carry it (none: 400; unknown or ended: 404).

@@ -31,6 +31,40 @@ bool has_structured_output(std::string_view version) {
   return version.empty() || version >= kStructuredOutputVersion;  // empty: before initialize, the latest
 }
 
+std::string dump(const Value& v) { return v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
+
+// Content block types a tool result may carry at each revision (the spec's
+// changelogs: audio came with 2025-03-26, resource_link with 2025-06-18).
+bool knows_content_type(std::string_view version, std::string_view type) {
+  if (type == "text" || type == "image" || type == "resource") return true;
+  const bool latest = version.empty();  // before initialize: the latest
+  if (type == "audio") return latest || version >= "2025-03-26";
+  if (type == "resource_link") return latest || version >= kStructuredOutputVersion;
+  return false;
+}
+
+// A content block the client's revision does not know, as a text block that
+// says what it was (binary data left out: base64 text helps no model).
+Value as_text_block(const Value& block, std::string_view version) {
+  const std::string type = block.is_object() ? block.value("type", std::string("?")) : std::string("?");
+  auto field = [&](const char* key) {
+    return block.is_object() && block.contains(key) && block[key].is_string() ? block[key].get<std::string>()
+                                                                               : std::string();
+  };
+  std::string text;
+  if (type == "resource_link") {
+    text = fmt::format("Resource link: {} <{}>", field("name"), field("uri"));
+    if (auto mime = field("mimeType"); !mime.empty()) text += fmt::format(" ({})", mime);
+    if (auto description = field("description"); !description.empty()) text += ": " + description;
+  } else if (block.is_object() && block.contains("data")) {
+    text = fmt::format("[{} content ({}, {} base64 characters) left out: MCP {} has no {} content]", type,
+                       field("mimeType"), field("data").size(), version, type);
+  } else {
+    text = fmt::format("[{} content, as MCP {} has no such type] {}", type, version, dump(block));
+  }
+  return {{"type", "text"}, {"text", std::move(text)}};
+}
+
 // JSON-RPC 2.0 error codes.
 constexpr int kParseError = -32700;
 constexpr int kInvalidRequest = -32600;
@@ -77,11 +111,15 @@ Value tool_error(std::string text, Value meta = Value()) {
   return r;
 }
 
-std::string dump(const Value& v) { return v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
 
 }  // namespace
 
 std::span<const std::string_view> protocol_versions() { return kVersions; }
+
+std::string batch_refusal(std::string_view version) {
+  return fmt::format("JSON-RPC batches are not part of MCP {} (only {} has them); send each message on its own",
+                     version.empty() ? kLatestProtocolVersion : version, kBatchVersion);
+}
 
 struct Connection::Impl : std::enable_shared_from_this<Connection::Impl> {
   Impl(host::Host& h, Sink s, ServerInfo i) : host(h), sink(std::move(s)), info(std::move(i)) {}
@@ -335,7 +373,14 @@ struct Connection::Impl : std::enable_shared_from_this<Connection::Impl> {
       result = {{"content", Value::array({{{"type", "text"}, {"text", dump(o.value)}}})},
                 {"structuredContent", std::move(structured)}};
     }
-    if (!has_structured_output(negotiated()) && result.contains("structuredContent")) {
+    const std::string version = negotiated();
+    if (!result["content"].is_array())  // not MCP's shape: the server's whole result, as text
+      result["content"] = Value::array({{{"type", "text"}, {"text", dump(o.value)}}});
+    for (auto& block : result["content"])
+      if (!block.is_object() || !block.contains("type") || !block["type"].is_string() ||
+          !knows_content_type(version, block["type"].get<std::string>()))
+        block = as_text_block(block, version);
+    if (!has_structured_output(version) && result.contains("structuredContent")) {
       // An older revision has no structuredContent: the result is in the text
       // content (ours always; an imported server's gets its JSON as text when
       // it sent no text item of its own).
@@ -401,10 +446,21 @@ void Connection::receive(std::string_view text) {
   receive_value(*parsed);
 }
 
+bool accepts_batches(std::string_view version) { return version == kBatchVersion; }
+
 void Connection::receive_value(const json::Value& message) {
   if (message.is_array()) {
+    const std::string version = protocol_version();
+    if (!accepts_batches(version))
+      return impl_->emit(error_response(Value(), kInvalidRequest, batch_refusal(version)));
     if (message.empty()) impl_->emit(error_response(Value(), kInvalidRequest, "an empty batch"));
-    for (const auto& m : message) impl_->handle(m);
+    for (const auto& m : message) {
+      if (m.is_object() && m.value("method", Value()) == "initialize") {
+        impl_->emit(error_response(m.value("id", Value()), kInvalidRequest, "initialize must be sent alone, not in a batch"));
+        continue;
+      }
+      impl_->handle(m);
+    }
     return;
   }
   impl_->handle(message);

@@ -10,7 +10,10 @@
 //                              capabilities {tools:{listChanged:true}, logging:{}};
 //                              a version before 2025-06-18 gets no outputSchema
 //                              and no structuredContent (they came with that
-//                              revision), the result only as text content
+//                              revision), the result only as text content; a
+//                              content block the version lacks (audio before
+//                              2025-03-26, resource_link before 2025-06-18) from
+//                              an imported server becomes a text block naming it
 //   notifications/initialized  (nothing)
 //   ping                       {}
 //   tools/list                 every active tool: name, description,
@@ -57,6 +60,15 @@ namespace taskyon::mcp {
 inline constexpr std::string_view kLatestProtocolVersion = "2025-11-25";
 std::span<const std::string_view> protocol_versions();
 
+// JSON-RPC batches (an array of messages) are part of MCP 2025-03-26 only:
+// added there, removed by 2025-06-18 ("Remove support for JSON-RPC
+// batching"). At any other negotiated version, or before initialize, a batch
+// is answered with one -32600 (null id) that batch_refusal() words, and none
+// of its messages is run; initialize is never accepted inside one.
+inline constexpr std::string_view kBatchVersion = "2025-03-26";
+bool accepts_batches(std::string_view negotiated_version);
+std::string batch_refusal(std::string_view negotiated_version);
+
 inline constexpr std::size_t kMaxMessageBytes = 8u << 20;      // one JSON-RPC message, bytes (-32600 past it)
 inline constexpr std::size_t kMaxConcurrentCalls = 16;         // running tools/call per connection; past it isError
 
@@ -88,9 +100,9 @@ class Connection {
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
 
-  // One JSON-RPC message (or a batch array, answered as the single messages
-  // are) as text: -32700 for text that is not JSON, -32600 past
-  // kMaxMessageBytes. Returns at once; tools/call runs on its own thread.
+  // One JSON-RPC message (or, at kBatchVersion only, a batch array, answered
+  // as the single messages are) as text: -32700 for text that is not JSON,
+  // -32600 past kMaxMessageBytes or for a batch at another version. Returns at once; tools/call runs on its own thread.
   void receive(std::string_view text);
   void receive_value(const json::Value& message);  // the same, already parsed
   // A message the transport did not keep because it was over
