@@ -43,8 +43,7 @@ std::string slurp(const std::filesystem::path& p) {
 class Served {
  public:
   // `extra`: global options (before `serve`); `serve_args`: serve's own (after it).
-  Served(const testing::TempDir& home, std::vector<std::string> extra = {}, std::vector<std::string> serve_args = {})
-      : home_(home) {
+  Served(const testing::TempDir& home, std::vector<std::string> extra = {}, std::vector<std::string> serve_args = {}) {
     std::vector<std::string> args = {"--json"};
     args.insert(args.end(), extra.begin(), extra.end());
     args.push_back("serve");
@@ -105,7 +104,6 @@ class Served {
   httplib::Result post(const std::string& path, const Value& body) const { return post(path, body.dump(), auth()); }
 
  private:
-  const testing::TempDir& home_;
   std::string log_, token_file_, token_, page_url_;
   int pid_ = -1;
   int port_ = 0;
@@ -287,6 +285,46 @@ TEST_F(Serve, OversizedBodiesGet413AndUnknownPaths404InTheErrorShape) {
   auto bad = s.post("/v1/call", "{\"tool\":", s.auth());
   EXPECT_EQ(bad->status, 400);
   EXPECT_EQ(body_of(bad)["error"]["code"], "invalid_json");
+}
+
+// POST /mcp takes a batch only in a session that negotiated 2025-03-26, the
+// one MCP revision with JSON-RPC batches; in any other it is 400 -32600 and
+// nothing of it runs.
+TEST_F(Serve, McpHttpTakesBatchesOnlyAtTheRevisionThatHasThem) {
+  Served s(home);
+  ASSERT_TRUE(s.up()) << s.log();
+  auto session_at = [&](const std::string& version) {
+    auto r = s.post("/mcp",
+                    Value{{"jsonrpc", "2.0"}, {"id", 1}, {"method", "initialize"},
+                          {"params", {{"protocolVersion", version}, {"capabilities", Value::object()},
+                                      {"clientInfo", {{"name", "t"}, {"version", "1"}}}}}}.dump(),
+                    s.auth({{"Accept", "application/json, text/event-stream"}}));
+    EXPECT_TRUE(r && r->status == 200) << (r ? r->body : "no response");
+    EXPECT_EQ(body_of(r)["result"]["protocolVersion"], version);
+    return r ? r->get_header_value("Mcp-Session-Id") : std::string();
+  };
+  const std::string pings = Value::array({{{"jsonrpc", "2.0"}, {"id", 2}, {"method", "ping"}},
+                                          {{"jsonrpc", "2.0"}, {"id", 3}, {"method", "ping"}}}).dump();
+  auto batch = [&](const std::string& session, const std::string& version) {
+    return s.post("/mcp", pings,
+                  s.auth({{"Accept", "application/json, text/event-stream"}, {"Mcp-Session-Id", session},
+                          {"MCP-Protocol-Version", version}}));
+  };
+  const std::string newer = session_at("2025-06-18");
+  auto refused = batch(newer, "2025-06-18");
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->status, 400) << refused->body;
+  EXPECT_EQ(body_of(refused)["error"]["code"], -32600) << refused->body;
+  EXPECT_THAT(refused->body, HasSubstr("only 2025-03-26")) << refused->body;
+
+  const std::string march = session_at("2025-03-26");
+  auto answered = batch(march, "2025-03-26");
+  ASSERT_TRUE(answered);
+  EXPECT_EQ(answered->status, 200) << answered->body;
+  const Value responses = body_of(answered);
+  ASSERT_TRUE(responses.is_array() && responses.size() == 2) << answered->body;
+  EXPECT_EQ(responses[0]["result"], Value::object());
+  EXPECT_EQ(responses[1]["result"], Value::object());
 }
 
 TEST_F(Serve, TheJsonApiAnswersWithTheCliJsonShapes) {
@@ -742,28 +780,48 @@ void install_stuck(const testing::TempDir& home, const std::string& name, const 
   ASSERT_EQ(testing::run_tycli({"tool", "install", home.write(name + ".json", tool.dump())}, home.path()).exit_code, 0);
 }
 
-// A /v1/call on a thread of its own; joined by its destructor.
+// A POST on a thread of its own (a /v1/call by default); joined by its destructor.
 struct Background {
   std::optional<httplib::Result> result;  // before `thread`: constructed before the thread writes it
   std::thread thread;
   Background(const Served& s, const Value& body) : thread([this, &s, body] { result = s.post("/v1/call", body); }) {}
+  Background(const Served& s, const std::string& path, const Value& body, httplib::Headers headers)
+      : thread([this, &s, path, body, headers] { result = s.post(path, body.dump(), headers); }) {}
   ~Background() { thread.join(); }
 };
 
-// SIGTERM or SIGINT to `tycli serve` while a /v1 call runs: it exits 0
-// (docs/serve.md), the call is stored as Cancelled, its sandbox destroyed (no
-// process left) and logged "interrupted"; the client's request ends too.
-class ServeSignal : public ::testing::TestWithParam<int> {};
+// SIGTERM or SIGINT to `tycli serve` while a call runs, over /v1 or over
+// /mcp: it exits 0 (docs/serve.md), the call is stored as Cancelled, its
+// sandbox destroyed (no process left) and logged "interrupted" either way;
+// the client's request ends too.
+class ServeSignal : public ::testing::TestWithParam<std::tuple<int, bool>> {};
 
 TEST_P(ServeSignal, ARunningCallIsCancelledAndNoSandboxIsLeft) {
-  const int signal = GetParam();
+  const auto [signal, over_mcp] = GetParam();
   testing::TempDir home;
   install_stuck(home, "stuck", "tystuck");
-  Served s(home);
+  Served s(home, {}, {"--timeout", "60000"});
   ASSERT_TRUE(s.up()) << s.log();
   int sandbox = 0;
   {
-    Background call(s, {{"tool", "stuck"}, {"timeoutMs", 60000}});
+    const httplib::Headers accept = {{"Accept", "application/json, text/event-stream"}};
+    std::string session;
+    if (over_mcp) {
+      auto r = s.post("/mcp",
+                      Value{{"jsonrpc", "2.0"}, {"id", 1}, {"method", "initialize"},
+                            {"params", {{"protocolVersion", "2025-11-25"}, {"capabilities", Value::object()},
+                                        {"clientInfo", {{"name", "t"}, {"version", "1"}}}}}}.dump(),
+                      s.auth(accept));
+      ASSERT_TRUE(r && r->status == 200) << (r ? r->body : "no response") << s.log();
+      session = r->get_header_value("Mcp-Session-Id");
+    }
+    httplib::Headers mcp_headers = s.auth(accept);
+    mcp_headers.emplace("Mcp-Session-Id", session);
+    Background call = over_mcp ? Background(s, "/mcp",
+                                            {{"jsonrpc", "2.0"}, {"id", 2}, {"method", "tools/call"},
+                                             {"params", {{"name", "stuck"}, {"arguments", Value::object()}}}},
+                                            mcp_headers)
+                               : Background(s, {{"tool", "stuck"}, {"timeoutMs", 60000}});
     sandbox = serve_wait_for_title(home, "tystuck");
     EXPECT_EQ(s.stop(signal), 0) << s.log();  // also ends the call, so that `call` can be joined
   }
@@ -782,8 +840,11 @@ TEST_P(ServeSignal, ARunningCallIsCancelledAndNoSandboxIsLeft) {
   EXPECT_EQ(q.out, "functionCall|Cancelled\ntoolResult|Cancelled\n") << q.err;
 }
 
-INSTANTIATE_TEST_SUITE_P(Signals, ServeSignal, ::testing::Values(SIGTERM, SIGINT),
-                         [](const auto& info) { return std::string(info.param == SIGTERM ? "SIGTERM" : "SIGINT"); });
+INSTANTIATE_TEST_SUITE_P(Signals, ServeSignal, ::testing::Combine(::testing::Values(SIGTERM, SIGINT), ::testing::Bool()),
+                         [](const auto& info) {
+                           return std::string(std::get<0>(info.param) == SIGTERM ? "SIGTERM" : "SIGINT") +
+                                  (std::get<1>(info.param) ? "_Mcp" : "_V1");
+                         });
 
 // `--max-concurrent-calls N` bounds the /v1 calls running at once: with two
 // stuck calls running, a third is refused at once (429 too_many_calls, the

@@ -184,6 +184,10 @@ int serve_stdio(Globals& g, const McpArgs& a) {
         break;
       }
     }
+    // A signal ends the host first, so every sandbox, a running call's too, is
+    // recorded "interrupted" as `tycli call` and `tycli serve` record one;
+    // the calls it ends still answer their clients (isError, cancelled).
+    if (interruption.signal()) (*host)->shutdown("interrupted");
     connection.close();  // H5: running calls cancelled (stored as Cancelled), the session's sandboxes destroyed
   }
   (*host)->shutdown(interruption.signal() ? "interrupted" : "shutdown");

@@ -118,8 +118,11 @@ int serve(Globals& g, const ServeArgs& a) {
   taskyon::host::Host* core_host = host->get();
   Interruption interruption([&](int) {
     running->stop();
-    mcp.close_all();                       // H5: the sessions' running calls cancelled
-    core_host->shutdown("interrupted");   // every sandbox destroyed and written to the sandbox log
+    // The host first: every sandbox, an MCP session's running call's too, is
+    // destroyed and written to the sandbox log as "interrupted" (as a /v1
+    // call's and `tycli call`'s); then the MCP sessions close.
+    core_host->shutdown("interrupted");
+    mcp.close_all();
   });
   running->run();  // returns once every handler has ended
   mcp.close_all();
