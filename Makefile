@@ -1,7 +1,8 @@
 # make demo   set-up, build, the main job on the bundled example tools, and the offline agent loop
-# make test   set-up, build (plain and ASan+UBSan), every test in both builds, and a short make fuzz
+# make test   set-up, build (plain and ASan+UBSan), the aarch64 compile check, every test in both builds, and a short make fuzz
 # make wasm   the rules as a wasm32-wasi module (clang-22) in build-wasm/: build-wasm/taskyon_core.wasm
 # make fuzz   libFuzzer harnesses (clang-19) in build-fuzz/, each run FUZZ_SECONDS (default 20)
+# make check-aarch64  the sources that name syscalls or an architecture compile for aarch64 (not run)
 # make soak   the kill -9 crash-safety test with TASKYON_CRASH_TRIALS (default 1000) trials
 # make install [PREFIX=/usr/local]  tycli, its man page, bash/zsh/fish completions and Deno into PREFIX
 BUILD      := build
@@ -20,7 +21,7 @@ JOBS       ?= $(shell nproc)
 BUILD_FLAGS := -DTASKYON_UNITY=ON -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" -DCMAKE_CXX_FLAGS_DEBUG="-g1"
 PREFIX     ?= /usr/local
 
-.PHONY: all setup build build-tycli build-asan test demo install bench clean fuzz soak wasm
+.PHONY: all setup build build-tycli build-asan test demo install bench clean fuzz soak wasm check-aarch64
 
 all: build
 
@@ -46,7 +47,7 @@ build-asan: setup
 	@cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTASKYON_SANITIZE=ON $(BUILD_FLAGS) >/dev/null
 	@cmake --build $(ASAN_BUILD) -j $(JOBS)
 
-test: build build-asan wasm
+test: build build-asan wasm check-aarch64
 	@echo "== tests (RelWithDebInfo)"
 	@ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
 	@echo "== tests (AddressSanitizer + UndefinedBehaviorSanitizer)"
@@ -54,6 +55,9 @@ test: build build-asan wasm
 	  ctest --test-dir $(ASAN_BUILD) --output-on-failure -j $(JOBS)
 	@echo "== fuzz ($(CI_FUZZ_SECONDS) s per harness)"
 	@FUZZ_SEED=1 $(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(CI_FUZZ_SECONDS)
+
+check-aarch64: setup
+	@bash scripts/check_aarch64.sh
 
 # Debian's libidn2 and re2 sources are prepared once in $(WASM_BUILD)/third_party.
 wasm: setup

@@ -27,6 +27,7 @@ packages=(
   dpkg-dev unicode-data python3-six        # make wasm: apt-get source libidn2 re2; re2's Unicode tables
   chromium                                 # the browser checks: playwright-core drives Debian's chromium
   zsh fish                                 # install_test: tycli's zsh and fish completions load and complete
+  libc6-dev-arm64-cross libstdc++-12-dev-arm64-cross  # make check-aarch64: the arch-dependent sources compile for aarch64
 )
 
 # make wasm builds Debian's libidn2 and re2 from their source packages
