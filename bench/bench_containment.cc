@@ -10,6 +10,10 @@
 //                                child's start, the tool's load and one call
 //                                (the Pool's teardown is not timed)
 //   Containment/pool_warm_call   one more call to the retained sandbox
+//   Containment/warm_call_layers a warm call to a retained sandbox with every
+//                                layer and to one with the layers before issue
+//                                11, alternated call by call in one run;
+//                                counters: the median of each (µs), all_over_before11
 #include <benchmark/benchmark.h>
 
 #include <poll.h>
@@ -126,5 +130,36 @@ void PoolWarmCall(benchmark::State& state) {
   }
 }
 BENCHMARK(PoolWarmCall)->Name("Containment/pool_warm_call")->Unit(benchmark::kMicrosecond)->MinTime(3.0);
+
+void WarmCallLayers(benchmark::State& state) {
+  sandbox::RuntimeConfig before11;
+  before11.layers = hardening::Layers{.sandbox_uid = false, .mount_namespace = false, .pid_namespace = false};
+  sandbox::Pool all, before(before11);
+  int n = 0;
+  for (sandbox::Pool* pool : {&all, &before})
+    if (auto first = pool->call(request(n)); !first || first->status != sandbox::Status::ok)
+      return state.SkipWithError("the first call failed");
+  std::vector<double> all_us, before_us;
+  auto timed = [&](sandbox::Pool& pool, std::vector<double>& into) {
+    const auto start = std::chrono::steady_clock::now();
+    auto out = pool.call(request(++n));
+    into.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count());
+    return out && out->status == sandbox::Status::ok;
+  };
+  for (auto _ : state) {
+    const bool first_all = n % 4 == 0;  // alternate which goes first, so neither always follows the other
+    if (!(first_all ? timed(all, all_us) && timed(before, before_us) : timed(before, before_us) && timed(all, all_us)))
+      return state.SkipWithError("a warm call failed");
+  }
+  auto median = [](std::vector<double> v) {
+    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+    return v[v.size() / 2];
+  };
+  const double a = median(all_us), b = median(before_us);
+  state.counters["all_us"] = a;
+  state.counters["before11_us"] = b;
+  state.counters["all_over_before11"] = a / b;
+}
+BENCHMARK(WarmCallLayers)->Name("Containment/warm_call_layers")->Unit(benchmark::kMicrosecond)->MinTime(3.0);
 
 }  // namespace

@@ -3,16 +3,21 @@
 //   PipePingPong            one line to /bin/cat and back: one round trip between two processes
 //   McpStdioToolsCall/warm  one tools/call of a trivial tool to `tycli mcp` (client -> tycli -> the
 //                           retained Node sandbox and back: two round trips), warm sandbox
-// Report McpStdioToolsCall / (2 x PipePingPong).
+//   McpStdioCancel          H5 (issue 13: "frees its sandbox within 100 ms"): from writing
+//                           notifications/cancelled for a running stuck call to its sandbox
+//                           process having exited (its pidfd readable), manual time
+// Report McpStdioToolsCall / (2 x PipePingPong), and McpStdioCancel in ms.
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <benchmark/benchmark.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -139,5 +144,61 @@ void McpStdioToolsCall(benchmark::State& state) {
   fs::remove_all(home, ec);
 }
 BENCHMARK(McpStdioToolsCall)->Name("McpStdioToolsCall/warm")->Unit(benchmark::kMicrosecond);
+
+// The host pid of the process whose comm is `title`, or -1.
+pid_t find_comm(const std::string& title) {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator("/proc", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream comm(entry.path() / "comm");
+    std::string line;
+    if (std::getline(comm, line) && line == title) return static_cast<pid_t>(std::stoi(name));
+  }
+  return -1;
+}
+
+void McpStdioCancel(benchmark::State& state) {
+  const fs::path home = fs::temp_directory_path() / ("taskyon-bench-cancel-" + std::to_string(::getpid()));
+  fs::create_directories(home / "tmp");
+  const std::string tool = (home / "stuck.json").string();
+  std::ofstream(tool) << R"({"name":"stuck","description":"never returns","parameters":{"type":"object"},)"
+                         R"("execution":"sandboxed-code","runtime":"javascript","code":)"
+                         R"("async () => { process.title = 'tybenchcancel'; console.log('running'); await new Promise(() => {}); }"})";
+  const std::vector<std::string> env = {"TASKYON_HOME=" + home.string(), "TMPDIR=" + (home / "tmp").string(),
+                                        std::string("PATH=") + (std::getenv("PATH") ? std::getenv("PATH") : "")};
+  {
+    Child install({TYCLI_PATH, "tool", "install", tool}, env);
+    install.line();
+  }
+  {
+    Child mcp({TYCLI_PATH, "mcp", "--activation-poll", "0", "--timeout", "60000"}, env);
+    mcp.send(R"({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25",)"
+             R"("capabilities":{},"clientInfo":{"name":"bench","version":"1"}}})"
+             "\n");
+    mcp.response(0);
+    int id = 1;
+    for (auto _ : state) {
+      const std::string request = std::to_string(id++);
+      mcp.send(R"({"jsonrpc":"2.0","id":)" + request + R"(,"method":"tools/call","params":{"name":"stuck"}})" "\n");
+      for (std::string l = mcp.line(); l.find("notifications/message") == std::string::npos; l = mcp.line())
+        if (l.empty()) return state.SkipWithError("tycli mcp ended before the call ran");
+      const pid_t pid = find_comm("tybenchcancel");
+      const int pidfd = pid > 0 ? static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)) : -1;
+      if (pidfd < 0) return state.SkipWithError("the stuck sandbox's process was not found");
+      const auto start = std::chrono::steady_clock::now();
+      mcp.send(R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":)" + request + "}}\n");
+      pollfd gone = {pidfd, POLLIN, 0};
+      const int ready = ::poll(&gone, 1, 10000);
+      const auto end = std::chrono::steady_clock::now();
+      ::close(pidfd);
+      if (ready != 1) return state.SkipWithError("the cancelled call's sandbox outlived 10 s");
+      state.SetIterationTime(std::chrono::duration<double>(end - start).count());
+    }
+  }
+  std::error_code ec;
+  fs::remove_all(home, ec);
+}
+BENCHMARK(McpStdioCancel)->Name("McpStdioCancel/sandbox_gone")->UseManualTime()->Iterations(20)->Unit(benchmark::kMillisecond);
 
 }  // namespace

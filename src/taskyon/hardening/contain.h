@@ -125,6 +125,7 @@ struct Layers {
   bool rlimits = true;          // step 9
   bool descriptors = true;      // step 10: everything but 0/1/2 closed at exec
   bool no_new_privs = true;     // step 11 (off: Landlock and seccomp then need CAP_SYS_ADMIN, e.g. in the namespaces)
+  auto operator<=>(const Layers&) const = default;  // a key of the runtimes' policy caches
 };
 
 // What children of one runtime executable get, prepared once on the host:

@@ -46,6 +46,7 @@
 #include <vector>
 
 #include "taskyon/base/error.h"
+#include "taskyon/hardening/contain.h"
 #include "taskyon/json/json.h"
 
 namespace taskyon::sandbox {
@@ -91,6 +92,11 @@ struct RuntimeConfig {
   // listed by sandboxes() with an empty revision; destroyed with a recorded
   // reason ("shutdown", interrupt()'s, "crashed" when one died waiting).
   std::size_t prestart = 0;
+  // The kernel layers every sandbox of the pool gets (hardening/contain.h).
+  // tycli and the host never change it: all on, as this machine supports.
+  // Only the benchmarks switch layers off, to measure what one costs a warm
+  // call in the same run (bench/bench_containment.cc).
+  hardening::Layers layers = {};
 };
 
 // What a sandbox runs. The revision is the identity bound to the channel.

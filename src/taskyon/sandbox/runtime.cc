@@ -172,17 +172,17 @@ std::vector<std::string> deno_env(const std::string& deno_dir) {
   return {"DENO_DIR=" + deno_dir, "DENO_NO_UPDATE_CHECK=1", "DENO_NO_PACKAGE_JSON=1", "NO_COLOR=1"};
 }
 
-Result<std::shared_ptr<const hardening::Policy>> deno_policy(const std::string& deno) {
+Result<std::shared_ptr<const hardening::Policy>> deno_policy(const std::string& deno, const hardening::Layers& layers) {
   static std::mutex mu;
-  static std::map<std::string, std::shared_ptr<const hardening::Policy>, std::less<>> cache;
+  static std::map<std::pair<std::string, hardening::Layers>, std::shared_ptr<const hardening::Policy>> cache;
   std::lock_guard lock(mu);
-  if (auto it = cache.find(deno); it != cache.end()) return it->second;
+  auto key = std::pair{deno, layers};
+  if (auto it = cache.find(key); it != cache.end()) return it->second;
   // seccomp stays as for Node but for one exception: tokio's signal driver makes
   // a socketpair(AF_UNIX, SOCK_STREAM) at start and Deno panics without it.
-  auto policy = hardening::Policy::prepare(deno, {}, hardening::Layers{},
-                                           {.unix_stream_socketpair = true});
+  auto policy = hardening::Policy::prepare(deno, {}, layers, {.unix_stream_socketpair = true});
   if (!policy) return policy;
-  cache.emplace(deno, *policy);
+  cache.emplace(std::move(key), *policy);
   return *policy;
 }
 
@@ -193,11 +193,11 @@ hardening::rlimits::Limits deno_limits(const RuntimeConfig& config) {
 
 Result<Launch> prepare_launch(const std::string& executable, const RuntimeConfig& config, const std::string& workdir) {
   if (config.runtime == JsRuntime::node) {
-    auto policy = node_policy(executable);
+    auto policy = node_policy(executable, config.layers);
     if (!policy) return std::unexpected(std::move(policy.error()));
     return Launch{std::move(*policy), node_argv(executable, config), {}, node_limits(config)};
   }
-  auto policy = deno_policy(executable);
+  auto policy = deno_policy(executable, config.layers);
   if (!policy) return std::unexpected(std::move(policy.error()));
   Launch launch{std::move(*policy), deno_argv(executable, config), deno_env(workdir + "/deno"), deno_limits(config)};
   if (auto checked = check_deno_argv(launch.argv); !checked) return std::unexpected(std::move(checked.error()));

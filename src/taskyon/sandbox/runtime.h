@@ -106,8 +106,9 @@ std::vector<std::string> deno_env(const std::string& deno_dir);
 // The hardening policy of every Deno child: Landlock read+execute on the Deno
 // executable and its ELF interpreter, read on its shared libraries and
 // /etc/ld.so.cache; nothing else (no DENO_DIR, no /dev/urandom, no /proc: Deno
-// starts without them, see docs/sandbox.md). Prepared once per path.
-Result<std::shared_ptr<const hardening::Policy>> deno_policy(const std::string& deno);
+// starts without them, see docs/sandbox.md). Prepared once per (path, layers).
+Result<std::shared_ptr<const hardening::Policy>> deno_policy(const std::string& deno,
+                                                             const hardening::Layers& layers = {});
 
 // RLIMIT_DATA = heap_limit_mb + kDenoOffHeapMb, RLIMIT_NOFILE 256.
 hardening::rlimits::Limits deno_limits(const RuntimeConfig& config);

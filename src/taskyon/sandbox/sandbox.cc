@@ -171,16 +171,17 @@ std::vector<std::string> node_argv(const std::string& node, const RuntimeConfig&
   };
 }
 
-Result<std::shared_ptr<const hardening::Policy>> node_policy(const std::string& node) {
+Result<std::shared_ptr<const hardening::Policy>> node_policy(const std::string& node, const hardening::Layers& layers) {
   static std::mutex mu;
-  static std::map<std::string, std::shared_ptr<const hardening::Policy>, std::less<>> cache;
+  static std::map<std::pair<std::string, hardening::Layers>, std::shared_ptr<const hardening::Policy>> cache;
   std::lock_guard lock(mu);
-  if (auto it = cache.find(node); it != cache.end()) return it->second;
-  // Every layer, the PID namespace included: the pool names a sandbox by its
-  // runtime's host pid, which the child reports (Child::runtime_pid).
-  auto policy = hardening::Policy::prepare(node, {"/dev/null"});
+  auto key = std::pair{node, layers};
+  if (auto it = cache.find(key); it != cache.end()) return it->second;
+  // Every layer by default, the PID namespace included: the pool names a
+  // sandbox by its runtime's host pid, which the child reports (Child::runtime_pid).
+  auto policy = hardening::Policy::prepare(node, {"/dev/null"}, layers);
   if (!policy) return policy;
-  cache.emplace(node, *policy);
+  cache.emplace(std::move(key), *policy);
   return *policy;
 }
 

@@ -50,9 +50,11 @@ std::vector<std::string> node_argv(const std::string& node, const RuntimeConfig&
 // The hardening policy of every Node sandbox child (src/taskyon/hardening/
 // contain.h): Landlock grants read+execute on the Node executable and its ELF
 // interpreter, read on its shared libraries, /etc/ld.so.cache and /dev/null,
-// nothing else. Prepared once per executable path, then shared.
+// nothing else. Prepared once per (executable path, layers), then shared;
+// `layers` other than all on only for the benchmarks (RuntimeConfig::layers).
 // Errc::runtime_missing when `node` is not a readable ELF executable.
-Result<std::shared_ptr<const hardening::Policy>> node_policy(const std::string& node);
+Result<std::shared_ptr<const hardening::Policy>> node_policy(const std::string& node,
+                                                             const hardening::Layers& layers = {});
 
 // Off-heap room above the V8 heap cap: RLIMIT_DATA = heap_limit_mb + this, MiB.
 // Node needs about 48 MiB of it to start; Buffers, ArrayBuffers and
