@@ -166,6 +166,7 @@ void add_sandbox_commands(CLI::App& app, Globals& g);
 // cmd_audit.cc, cmd_settings.cc, cmd_popup.cc).
 void add_grant_commands(CLI::App& app, Globals& g);
 void add_secret_commands(CLI::App& app, Globals& g);
+void add_module_commands(CLI::App& app, Globals& g);
 void add_audit_command(CLI::App& app, Globals& g);
 void add_settings_commands(CLI::App& app, Globals& g);
 void add_popup_commands(CLI::App& app, Globals& g);

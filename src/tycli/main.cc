@@ -38,6 +38,7 @@ int main(int argc, char** argv) {
       ->each([](const std::string& v) { tycli::warn_test_only("--fetch-ca-file", v); });
 
   tycli::add_tool_commands(app, g);
+  tycli::add_module_commands(app, g);
   tycli::add_call_command(app, g);
   tycli::add_sandbox_commands(app, g);
   tycli::add_run_command(app, g);

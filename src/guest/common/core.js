@@ -12,6 +12,11 @@
   //   io.toBase64(bytes) / io.fromBase64(text)
   //   io.fatal(code, message)    a message on fd 2 and exit(code); never returns
   //   io.loadTool(code)          the tool's function, or a promise of it; throws on bad code
+  //   io.compileModule(source, name)  a CommonJS module's source as the function
+  //                              (exports, require, module, __filename, __dirname), not yet run
+  //   io.builtin                 (name) => a runtime module of the safe list (kSafeBuiltins),
+  //                              or null when the runtime has none to require()
+  //   io.setRequire(fn)          makes `fn` the `require` tool code sees
   //   io.limits                  {maxFrameBytes, maxLogBytes, maxDepth} from the host's argv
   // and gets back {emitLog, onLine, describe}.
   function guestCore(io) {
@@ -112,6 +117,107 @@
         frame = build(text);
       }
       return frame;
+    }
+
+    // --- Modules (issue 17) ---------------------------------------------------
+    // The load frame's `modules` ({SPECIFIER: {main, files: {PATH: TEXT}}},
+    // sandbox/pool.h ToolCode) are the only code require() can reach: a
+    // declared specifier (or SPECIFIER/PATH), a relative path inside the
+    // requiring module's own files, and the runtime modules of kSafeBuiltins
+    // (with or without "node:"). Anything else — an undeclared package, fs,
+    // child_process, a path outside the module — is refused (code
+    // ERR_TASKYON_MODULE_REFUSED). Each file is evaluated once per sandbox
+    // and kept: a retained sandbox's later calls reuse what is loaded.
+    const kSafeBuiltins = ['assert', 'buffer', 'events', 'path', 'querystring', 'string_decoder', 'url', 'util'];
+    const hasOwn = Object.hasOwn;
+    const stringSplit = uncurry(String.prototype.split);
+    const stringStartsWith = uncurry(String.prototype.startsWith);
+    const stringEndsWith = uncurry(String.prototype.endsWith);
+    const arrayJoin = uncurry(Array.prototype.join);
+    const arrayPop = uncurry(Array.prototype.pop);
+    const arrayIncludes = uncurry(Array.prototype.includes);
+    const objectKeys = Object.keys;
+    function moduleRefused(request, why) {
+      const e = new ErrorCtor('require(' + stringify(request) + ') is refused: ' + why);
+      e.code = 'ERR_TASKYON_MODULE_REFUSED';
+      return e;
+    }
+    // `request` relative to the directory `dir` ("" is the module's root), or null past the root.
+    function joinPath(dir, request) {
+      const parts = dir === '' ? [] : stringSplit(dir, '/');
+      for (const part of stringSplit(request, '/')) {
+        if (part === '' || part === '.') continue;
+        if (part === '..') {
+          if (parts.length === 0) return null;
+          arrayPop(parts);
+        } else {
+          arrayPush(parts, part);
+        }
+      }
+      return arrayJoin(parts, '/');
+    }
+    function findFile(files, path) {
+      for (const candidate of [path, path + '.js', path + '.cjs', path + '.json', path + '/index.js', path + '/index.json']) {
+        if (hasOwn(files, candidate)) return candidate;
+      }
+      return null;
+    }
+    function dirOf(path) {
+      const parts = stringSplit(path, '/');
+      arrayPop(parts);
+      return arrayJoin(parts, '/');
+    }
+    function moduleLoader(modules) {
+      const loaded = new MapCtor();  // SPECIFIER + '\0' + PATH -> the module object
+      function evaluate(specifier, pkg, path) {
+        const key = specifier + '\0' + path;
+        const known = mapGet(loaded, key);
+        if (known !== undefined) return known.exports;
+        const module = { exports: {}, id: specifier + '/' + path, loaded: false };
+        mapSet(loaded, key, module);
+        const source = pkg.files[path];
+        try {
+          if (stringEndsWith(path, '.json')) {
+            module.exports = parse(source);
+          } else {
+            const fn = io.compileModule(source, specifier + '/' + path);
+            ReflectApply(fn, module.exports, [module.exports, requireFrom(specifier, pkg, dirOf(path)), module,
+              '/modules/' + specifier + '/' + path, '/modules/' + specifier + '/' + dirOf(path)]);
+          }
+        } catch (e) {
+          mapDelete(loaded, key);  // a module that threw is not loaded: a later require runs it again, as Node does
+          throw e;
+        }
+        module.loaded = true;
+        return module.exports;
+      }
+      function requireBare(request) {
+        if (hasOwn(modules, request)) return evaluate(request, modules[request], modules[request].main);
+        for (const specifier of objectKeys(modules)) {
+          if (!stringStartsWith(request, specifier + '/')) continue;
+          const path = joinPath('', stringSlice(request, specifier.length + 1));
+          const file = path === null ? null : findFile(modules[specifier].files, path);
+          if (file === null) throw moduleRefused(request, 'the module ' + specifier + ' has no such file');
+          return evaluate(specifier, modules[specifier], file);
+        }
+        const name = stringStartsWith(request, 'node:') ? stringSlice(request, 5) : request;
+        if (io.builtin !== null && arrayIncludes(kSafeBuiltins, name)) return io.builtin(name);
+        throw moduleRefused(request, 'only the modules the tool declares (' + (arrayJoin(objectKeys(modules), ', ') || 'none') +
+          ')' + (io.builtin !== null ? ' and ' + arrayJoin(kSafeBuiltins, ', ') : '') + ' can be required');
+      }
+      function requireFrom(specifier, pkg, dir) {
+        return function require(request) {
+          if (typeof request !== 'string') throw new TypeErrorCtor('require() takes a module name');
+          const relative = request === '.' || request === '..' || stringStartsWith(request, './') || stringStartsWith(request, '../');
+          if (!relative) return requireBare(request);
+          if (pkg === null) throw moduleRefused(request, 'tool code has no files of its own to require');
+          const path = joinPath(dir, request);
+          const file = path === null ? null : findFile(pkg.files, path);
+          if (file === null) throw moduleRefused(request, 'no such file in the module ' + specifier);
+          return evaluate(specifier, pkg, file);
+        };
+      }
+      return requireFrom(null, null, '');
     }
 
     // --- The current call -------------------------------------------------------
@@ -407,9 +513,10 @@
       writeFrame(fitted(toWellFormed(message), (m) => '{"type":"load_error","message":' + stringify(m) + '}'));
     }
 
-    async function load(code) {
+    async function load(code, modules) {
       let fn;
       try {
+        if (modules !== undefined) io.setRequire(moduleLoader(modules));
         fn = await io.loadTool(code);
       } catch (e) {
         const { name, message } = describe(e);
@@ -447,9 +554,10 @@
       let frame;
       try { frame = parse(line); } catch { io.fatal(65, 'malformed host frame'); }
       if (frame === null || typeof frame !== 'object') io.fatal(65, 'malformed host frame');
-      if (frame.type === 'load' && typeof frame.code === 'string' && !loading) {
+      if (frame.type === 'load' && typeof frame.code === 'string' && !loading &&
+          (frame.modules === undefined || (frame.modules !== null && typeof frame.modules === 'object'))) {
         loading = true;
-        load(frame.code);
+        load(frame.code, frame.modules);
         return;
       }
       if ((frame.type === 'cap_result' || frame.type === 'cap_error') && typeof frame.req === 'number') {

@@ -36,6 +36,7 @@
   const runInThisContext = vm.runInThisContext;
   const NumberCtor = Number;
   const StringCtor = String;
+  const nodeRequire = require;  // this -e script's own: the safe builtins only (core.js kSafeBuiltins)
 
   // --- Limits, passed by the host on the command line ----------------------
   const maxFrameBytes = NumberCtor(process.argv[1]);  // one frame, newline included, bytes
@@ -121,6 +122,13 @@
     fromBase64: (text) => ReflectApply(bufferFrom, Buffer, [text, 'base64']),
     fatal,
     loadTool: (code) => ReflectApply(runInThisContext, vm, ['(' + code + '\n)', { filename: 'tool.js' }]),
+    compileModule: (source, name) => ReflectApply(runInThisContext, vm, [
+      '(function (exports, require, module, __filename, __dirname) {' + source + '\n})', { filename: 'module:' + name }]),
+    builtin: (name) => nodeRequire(name),
+    // A revision that declares modules gets the module loader as its
+    // `require`; one that declares none keeps Node's (the permission model
+    // and the kernel layers stand behind it, as before issue 17).
+    setRequire: (fn) => defineProperty(globalThis, 'require', { value: fn, writable: true, configurable: true, enumerable: false }),
     limits: { maxFrameBytes, maxLogBytes, maxDepth },
   });
   const emitLog = core.emitLog;

@@ -1,10 +1,14 @@
 #include "taskyon/invoke/invoke.h"
 
+#include <deque>
+#include <mutex>
+
 #include <fmt/format.h>
 
 #include "taskyon/external/mcp.h"
 #include "taskyon/invoke/runtime_record.h"
 #include "taskyon/native/native.h"
+#include "taskyon/store/modules.h"
 
 namespace taskyon::invoke {
 namespace {
@@ -123,15 +127,41 @@ sandbox::CallOutcome call_https_service(const std::string& revision, const regis
   return out;
 }
 
+// The modules a revision's code may require (store::code_modules), read and
+// re-hashed from the store on the revision's first call in this process, then
+// kept (a revision's modules never change: they are part of its id). At most
+// kKeptRevisions are kept; past it the oldest is dropped and read again if
+// needed.
+Result<std::shared_ptr<const json::Value>> revision_modules(store::Store& store, const tasks::ResolvedTool& tool) {
+  if (!tool.manifest.modules.is_object()) return nullptr;
+  constexpr std::size_t kKeptRevisions = 32;
+  static std::mutex mu;
+  static std::deque<std::pair<std::string, std::shared_ptr<const json::Value>>> kept;
+  {
+    std::lock_guard lock(mu);
+    for (const auto& [revision, modules] : kept)
+      if (revision == tool.revision) return modules;
+  }
+  auto modules = store::code_modules(store, tool.manifest.modules);
+  if (!modules) return std::unexpected(modules.error());
+  auto shared = std::make_shared<const json::Value>(std::move(*modules));
+  std::lock_guard lock(mu);
+  kept.emplace_back(tool.revision, shared);
+  if (kept.size() > kKeptRevisions) kept.pop_front();
+  return shared;
+}
+
 // Dispatches on the execution class (DESIGN §3).
-Result<sandbox::CallOutcome> execute(const tasks::ResolvedTool& tool, const json::Value& args, sandbox::Pool& pool,
-                                     const Options& options, sandbox::Capabilities* capabilities,
+Result<sandbox::CallOutcome> execute(store::Store& store, const tasks::ResolvedTool& tool, const json::Value& args,
+                                     sandbox::Pool& pool, const Options& options, sandbox::Capabilities* capabilities,
                                      const std::string& call_id) {
   const auto& m = tool.manifest;
   switch (m.execution) {
     case registry::Execution::sandboxed_code: {
+      auto modules = revision_modules(store, tool);
+      if (!modules) return std::unexpected(modules.error());
       sandbox::CallRequest request;
-      request.tool = {tool.revision, m.code, m.name};
+      request.tool = {tool.revision, m.code, m.name, std::move(*modules)};
       request.args = args;
       request.timeout = options.timeout;
       request.mode = options.mode;
@@ -194,7 +224,7 @@ Result<Invocation> run_call(store::Store& store, sandbox::Pool& pool, const task
   // Which runtime produces the result (runtime_record.h): asked before the
   // call, so a runtime that cannot say is never blamed on the tool.
   const auto runtime = runtime_for(tool->manifest, pool.config(), options.natives);
-  auto outcome = execute(*tool, call.content["functionCall"]["arguments"], pool, options, &capabilities, call.id);
+  auto outcome = execute(store, *tool, call.content["functionCall"]["arguments"], pool, options, &capabilities, call.id);
   if (!outcome) return std::unexpected(outcome.error());
   if (lent) parent_lineage = capabilities.take_lineage();
 

@@ -8,9 +8,30 @@
 namespace taskyon::registry {
 namespace {
 
-constexpr std::array<std::string_view, 9> kKnownFields = {
+constexpr std::array<std::string_view, 10> kKnownFields = {
     "name", "description", "parameters", "execution", "runtime",
-    "code", "native",      "service",    "capabilities"};
+    "code", "native",      "service",    "capabilities", "modules"};
+
+// modules: {SPECIFIER: MODULE ID, …}, sandboxed code only (issue 17).
+Result<void> check_modules(const json::Value& m) {
+  if (!m.is_object() || m.empty())
+    return fail(Errc::invalid_manifest, "\"modules\" must be an object {\"SPECIFIER\": \"sha256:…\"} with at least one entry",
+                "/modules");
+  if (m.size() > kMaxModules)
+    return fail(Errc::invalid_manifest, fmt::format("\"modules\" names {} modules; the limit is {}", m.size(), kMaxModules),
+                "/modules");
+  for (const auto& [specifier, id] : m.items()) {
+    if (!is_module_specifier(specifier))
+      return fail(Errc::invalid_manifest,
+                  fmt::format("\"{}\" is not an npm package name (lower case, URL-safe, at most 214 characters, an "
+                              "optional @scope/)", specifier),
+                  "/modules/" + specifier);
+    if (!id.is_string() || !json::is_content_id(id.get<std::string>()))
+      return fail(Errc::invalid_manifest, "a module is named by its id, \"sha256:\" and 64 hex digits (tycli module add)",
+                  "/modules/" + specifier);
+  }
+  return {};
+}
 
 Result<std::string> required_string(const json::Value& d, std::string_view field) {
   const std::string key(field);
@@ -92,6 +113,10 @@ Result<void> parse_class_fields(const json::Value& d, Manifest& m) {
                     "/code");
       m.runtime = *runtime;
       m.code = *code;
+      if (d.contains("modules")) {
+        if (auto r = check_modules(d["modules"]); !r) return r;
+        m.modules = d["modules"];
+      }
       for (auto f : {"native", "service"})
         if (auto r = forbid(d, f, exec); !r) return r;
       return {};
@@ -101,7 +126,7 @@ Result<void> parse_class_fields(const json::Value& d, Manifest& m) {
       if (!native) return std::unexpected(native.error());
       if (native->empty()) return fail(Errc::invalid_manifest, "\"native\" is empty (expected a native function id)", "/native");
       m.native = *native;
-      for (auto f : {"runtime", "code", "service"})
+      for (auto f : {"runtime", "code", "service", "modules"})
         if (auto r = forbid(d, f, exec); !r) return r;
       return {};
     }
@@ -110,7 +135,7 @@ Result<void> parse_class_fields(const json::Value& d, Manifest& m) {
         return fail(Errc::invalid_manifest, "missing required field \"service\" for execution \"external-service\"", "/service");
       if (auto r = check_service(d["service"]); !r) return r;
       m.service = d["service"];
-      for (auto f : {"runtime", "code", "native"})
+      for (auto f : {"runtime", "code", "native", "modules"})
         if (auto r = forbid(d, f, exec); !r) return r;
       return {};
     }
@@ -119,6 +144,20 @@ Result<void> parse_class_fields(const json::Value& d, Manifest& m) {
 }
 
 }  // namespace
+
+bool is_module_specifier(std::string_view name) {
+  if (name.empty() || name.size() > 214) return false;
+  auto part_ok = [](std::string_view p) {
+    if (p.empty() || p.front() == '.' || p.front() == '_') return false;
+    return p.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-._~") == std::string_view::npos;
+  };
+  if (name.front() == '@') {
+    const auto slash = name.find('/');
+    if (slash == std::string_view::npos) return false;
+    return part_ok(name.substr(1, slash - 1)) && part_ok(name.substr(slash + 1));
+  }
+  return part_ok(name);
+}
 
 std::string_view execution_name(Execution execution) {
   switch (execution) {

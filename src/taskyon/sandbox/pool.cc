@@ -411,7 +411,7 @@ struct Pool::Impl {
     // has it checked all the same (bad_usage before the sandbox is used).
     std::string load_frame;
     if (fresh || slot->code != request.tool.code) {
-      auto encoded = protocol::encode_load(request.tool.code, config.max_frame_bytes);
+      auto encoded = protocol::encode_load(request.tool.code, config.max_frame_bytes, request.tool.modules.get());
       if (!encoded) return std::unexpected(std::move(encoded.error()));
       load_frame = std::move(*encoded);
     }
@@ -447,7 +447,7 @@ struct Pool::Impl {
 
   Result<CallOutcome> call_disposable(const CallRequest& request, const std::string& node_exe, std::uint64_t id,
                                       const std::string& call_frame, Deadline deadline) {
-    auto load_frame = protocol::encode_load(request.tool.code, config.max_frame_bytes);
+    auto load_frame = protocol::encode_load(request.tool.code, config.max_frame_bytes, request.tool.modules.get());
     if (!load_frame) return std::unexpected(std::move(load_frame.error()));
     auto started = Sandbox::start(launcher, node_exe, config, request.tool.revision, Mode::disposable);
     if (!started) return std::unexpected(std::move(started.error()));

@@ -104,6 +104,9 @@ struct ToolCode {
   std::string revision;  // "sha256:…" of the tool definition
   std::string code;      // a JS function expression, called as f(args, context)
   std::string name = {};  // the tool's name, for retire_superseded(); may be empty
+  // The modules its code may require() (issue 17), handed over in the load
+  // frame: {SPECIFIER: {"main": PATH, "files": {PATH: TEXT}}}; null: none.
+  std::shared_ptr<const json::Value> modules = {};
 };
 
 // The typed capability requests tool code can make (DESIGN §6, issue 5).

@@ -82,11 +82,14 @@ bool is_string_member(const json::Value& frame, const char* name) { return frame
 
 }  // namespace
 
-Result<std::string> encode_load(std::string_view code, std::size_t max_frame_bytes) {
-  auto line = dump_line(json::Value{{"type", "load"}, {"code", std::string(code)}});
-  if (!line) return fail(Errc::bad_usage, "the tool code is not valid UTF-8");
+Result<std::string> encode_load(std::string_view code, std::size_t max_frame_bytes, const json::Value* modules) {
+  json::Value frame{{"type", "load"}, {"code", std::string(code)}};
+  if (modules && !modules->is_null()) frame["modules"] = *modules;
+  auto line = dump_line(frame);
+  if (!line) return fail(Errc::bad_usage, "the tool code or a module is not valid UTF-8");
   if (line->size() > max_frame_bytes) {
-    return fail(Errc::bad_usage, fmt::format("the tool code does not fit in one {}-byte frame", max_frame_bytes));
+    return fail(Errc::bad_usage, fmt::format("the tool code{} does not fit in one {}-byte frame",
+                                             modules ? " and its modules" : "", max_frame_bytes));
   }
   return std::move(*line);
 }

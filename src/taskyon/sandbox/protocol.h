@@ -24,9 +24,11 @@ namespace taskyon::sandbox::protocol {
 // object itself is level 1); the harness refuses deeper results first.
 inline constexpr std::size_t kMaxDepth = 512;
 
-// {"type":"load","code":CODE}\n. Errc::bad_usage when the code is not valid
-// UTF-8 or the frame would exceed max_frame_bytes.
-Result<std::string> encode_load(std::string_view code, std::size_t max_frame_bytes);
+// {"type":"load","code":CODE[,"modules":MODULES]}\n, MODULES as ToolCode's
+// (pool.h). Errc::bad_usage when the code or a module is not valid UTF-8 or
+// the frame would exceed max_frame_bytes.
+Result<std::string> encode_load(std::string_view code, std::size_t max_frame_bytes,
+                                const json::Value* modules = nullptr);
 
 // {"type":"call","id":ID,"args":ARGS}\n. Errc::invalid_arguments when the args
 // hold invalid UTF-8 or the frame would exceed max_frame_bytes.

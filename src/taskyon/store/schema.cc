@@ -222,8 +222,34 @@ WHEN NOT EXISTS (SELECT 1 FROM prune_permits WHERE log = 'sandbox_destructions' 
 BEGIN SELECT RAISE(ABORT, 'sandbox log: destruction records are append-only; old ones leave only by prune'); END;
 )sql";
 
+// Issue 17: modules (modules/module.h), immutable like revisions (R2): a
+// module's record and its files, each stored under the content id of its
+// bytes and re-hashed on read (store/modules.h).
+constexpr std::string_view kMigration6 = R"sql(
+CREATE TABLE modules (
+  id         TEXT PRIMARY KEY CHECK (id GLOB 'sha256:*' AND length(id) = 71),
+  name       TEXT NOT NULL,
+  version    TEXT NOT NULL,
+  record     TEXT NOT NULL,  -- RFC 8785 canonical JSON; id = sha256 over these bytes
+  created_at TEXT NOT NULL
+);
+CREATE INDEX modules_by_name ON modules(name);
+CREATE TABLE module_files (
+  id      TEXT PRIMARY KEY CHECK (id GLOB 'sha256:*' AND length(id) = 71),
+  content TEXT NOT NULL  -- the file's bytes (UTF-8 text); id = sha256 over them
+) WITHOUT ROWID;
+CREATE TRIGGER modules_no_update BEFORE UPDATE ON modules
+BEGIN SELECT RAISE(ABORT, 'R2: stored modules are immutable'); END;
+CREATE TRIGGER modules_no_delete BEFORE DELETE ON modules
+BEGIN SELECT RAISE(ABORT, 'R2: stored modules are immutable'); END;
+CREATE TRIGGER module_files_no_update BEFORE UPDATE ON module_files
+BEGIN SELECT RAISE(ABORT, 'R2: stored module files are immutable'); END;
+CREATE TRIGGER module_files_no_delete BEFORE DELETE ON module_files
+BEGIN SELECT RAISE(ABORT, 'R2: stored module files are immutable'); END;
+)sql";
+
 constexpr std::array<std::string_view, kSchemaVersion> kMigrations = {kMigration1, kMigration2, kMigration3, kMigration4,
-                                                                      kMigration5};
+                                                                      kMigration5, kMigration6};
 
 }  // namespace
 

@@ -19,7 +19,7 @@
 
 namespace taskyon::store {
 
-inline constexpr int kSchemaVersion = 5;
+inline constexpr int kSchemaVersion = 6;
 
 // Brings the database to kSchemaVersion, each step in its own transaction;
 // safe when several processes migrate one new store at once.

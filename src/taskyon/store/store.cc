@@ -18,6 +18,7 @@
 #include "taskyon/json/json.h"
 #include "taskyon/native/native.h"
 #include "taskyon/store/clock.h"
+#include "taskyon/store/modules.h"
 #include "taskyon/store/schema.h"
 #include "taskyon/store/settings.h"
 
@@ -231,6 +232,7 @@ Result<Store> Store::open_for_reading(const std::string& path) {
 Result<InstallResult> Store::install(const registry::Manifest& manifest, Activate activate,
                                      const std::optional<Trust>& trust) {
   if (auto ok = check_installable(manifest, trust); !ok) return std::unexpected(ok.error());
+  if (auto held = code_modules(*this, manifest.modules); !held) return std::unexpected(held.error());
   auto canonical = json::canonicalize(manifest.definition);
   if (!canonical) return std::unexpected(canonical.error());
   InstallResult result{json::content_id(*canonical), manifest.name, false, false, std::nullopt};
@@ -308,6 +310,7 @@ Result<std::string> Store::expand_prefix(std::string_view table, std::string_vie
                 fmt::format("no {} matches \"{}\"",
                             table == "tasks" && column == "id" ? "task"
                             : table == "settings_revisions"    ? "settings revision"
+                            : table == "modules"               ? "module"
                                                                : "revision",
                             ref),
                 std::string(ref));

@@ -107,7 +107,8 @@ class Store {
   // default, activates it when its name has no binding yet. A manifest that
   // gets host authority (registry::needs_trust) needs `trust`, which is
   // recorded (R6; Errc::bad_usage without it); a trusted-native manifest must
-  // name a native function this host has (R5; Errc::invalid_manifest).
+  // name a native function this host has (R5; Errc::invalid_manifest); every
+  // module its `modules` names must be stored (store/modules.h code_modules).
   Result<InstallResult> install(const registry::Manifest& manifest, Activate activate = Activate::if_unbound,
                                 const std::optional<Trust>& trust = std::nullopt);
 

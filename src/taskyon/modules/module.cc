@@ -1,0 +1,238 @@
+#include "taskyon/modules/module.h"
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <openssl/evp.h>
+
+#include <fstream>
+#include <memory>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "taskyon/registry/manifest.h"
+
+namespace taskyon::modules {
+namespace {
+
+namespace fs = std::filesystem;
+
+bool kept(std::string_view path) {
+  return path.ends_with(".js") || path.ends_with(".cjs") || path.ends_with(".json");
+}
+
+// A relative path without ".", "..", empty segments, a leading "/" or a NUL.
+bool is_clean_path(std::string_view path) {
+  if (path.empty() || path.front() == '/' || path.find('\0') != std::string_view::npos ||
+      path.find('\\') != std::string_view::npos)
+    return false;
+  std::size_t start = 0;
+  for (;;) {
+    const std::size_t end = path.find('/', start);
+    const std::string_view segment = path.substr(start, end == std::string_view::npos ? path.npos : end - start);
+    if (segment.empty() || segment == "." || segment == "..") return false;
+    if (end == std::string_view::npos) return true;
+    start = end + 1;
+  }
+}
+
+bool in_node_modules(std::string_view path) {
+  return path.starts_with("node_modules/") || path.find("/node_modules/") != std::string_view::npos;
+}
+
+// npm's integrity string of a tarball: "sha512-" + base64 of its SHA-512 (W3C SRI).
+std::string sri_sha512(std::string_view bytes) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  if (EVP_Digest(bytes.data(), bytes.size(), digest, &length, EVP_sha512(), nullptr) != 1) return {};
+  std::string out(4 * ((length + 2) / 3), '\0');
+  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()), digest, static_cast<int>(length));
+  out.resize(static_cast<std::size_t>(n));
+  return "sha512-" + out;
+}
+
+Result<std::string> slurp(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return fail(Errc::io, "cannot read the file", path.string());
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  return bytes.str();
+}
+
+// name, version and main from package.json's text; `name`/`version` given win.
+Result<void> apply_package_json(Module& m, std::string_view where) {
+  auto it = m.files.find("package.json");
+  if (it == m.files.end()) return fail(Errc::bad_usage, "the package has no package.json", std::string(where));
+  auto pkg = json::parse(it->second);
+  if (!pkg || !pkg->is_object())
+    return fail(Errc::bad_usage, "package.json is not a JSON object", std::string(where) + "/package.json");
+  auto field = [&](const char* key) {
+    return pkg->contains(key) && (*pkg)[key].is_string() ? (*pkg)[key].get<std::string>() : std::string();
+  };
+  if (m.name.empty()) m.name = field("name");
+  if (m.version.empty()) m.version = field("version");
+  std::string main = field("main");
+  while (main.starts_with("./")) main.erase(0, 2);
+  if (main.empty()) main = "index.js";
+  // Node's resolution of "main": the file, FILE.js, FILE/index.js.
+  for (const std::string& candidate : {main, main + ".js", main + "/index.js"})
+    if (m.files.contains(candidate)) {
+      m.main = candidate;
+      return {};
+    }
+  return fail(Errc::bad_usage, fmt::format("package.json's main \"{}\" is not among the package's .js files", main),
+              std::string(where) + "/package.json");
+}
+
+Result<void> add_file(Module& m, std::string path, std::string bytes, std::size_t& total) {
+  if (in_node_modules(path) || !kept(path)) {
+    m.skipped.push_back(std::move(path));
+    return {};
+  }
+  total += bytes.size();
+  if (total > kMaxModuleBytes)
+    return fail(Errc::bad_usage, fmt::format("the package's .js/.cjs/.json files exceed {} bytes (docs/modules.md)",
+                                             kMaxModuleBytes));
+  m.files.emplace(std::move(path), std::move(bytes));
+  return {};
+}
+
+Result<Module> read_tarball(const fs::path& source) {
+  auto bytes = slurp(source);
+  if (!bytes) return std::unexpected(bytes.error());
+  Module m;
+  m.integrity = sri_sha512(*bytes);
+  std::unique_ptr<archive, decltype(&archive_read_free)> a(archive_read_new(), archive_read_free);
+  archive_read_support_filter_gzip(a.get());
+  archive_read_support_format_tar(a.get());
+  if (archive_read_open_memory(a.get(), bytes->data(), bytes->size()) != ARCHIVE_OK)
+    return fail(Errc::bad_usage, fmt::format("not a gzipped tar archive: {}", archive_error_string(a.get())),
+                source.string());
+  std::size_t total = 0;
+  archive_entry* entry = nullptr;
+  for (;;) {
+    const int r = archive_read_next_header(a.get(), &entry);
+    if (r == ARCHIVE_EOF) break;
+    if (r != ARCHIVE_OK)
+      return fail(Errc::bad_usage, fmt::format("the archive is damaged: {}", archive_error_string(a.get())),
+                  source.string());
+    if (archive_entry_filetype(entry) != AE_IFREG) continue;  // directories, links: never followed
+    std::string path = archive_entry_pathname(entry) ? archive_entry_pathname(entry) : "";
+    // npm pack puts every file under "package/" (some registries' tarballs
+    // use another first directory: it is dropped the same way).
+    const auto slash = path.find('/');
+    if (slash == std::string::npos) continue;
+    path.erase(0, slash + 1);
+    if (!is_clean_path(path)) return fail(Errc::bad_usage, "the archive holds a path outside its package", path);
+    const la_int64_t size = archive_entry_size(entry);
+    if (size < 0 || static_cast<std::size_t>(size) > kMaxModuleBytes) {
+      m.skipped.push_back(path);
+      continue;
+    }
+    std::string data(static_cast<std::size_t>(size), '\0');
+    if (archive_read_data(a.get(), data.data(), data.size()) != size)
+      return fail(Errc::bad_usage, "the archive is damaged", path);
+    if (auto added = add_file(m, std::move(path), std::move(data), total); !added) return std::unexpected(added.error());
+  }
+  return m;
+}
+
+Result<Module> read_directory(const fs::path& source) {
+  Module m;
+  std::size_t total = 0;
+  std::error_code ec;
+  std::vector<std::string> paths;
+  for (auto it = fs::recursive_directory_iterator(source, fs::directory_options::none, ec);
+       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    const std::string rel = fs::relative(it->path(), source, ec).generic_string();
+    if (it->is_directory(ec) && rel == "node_modules") {
+      it.disable_recursion_pending();
+      continue;
+    }
+    if (!it->is_regular_file(ec) || it->is_symlink(ec)) continue;  // links: never followed
+    paths.push_back(rel);
+  }
+  if (ec) return fail(Errc::io, "cannot read the package directory: " + ec.message(), source.string());
+  for (auto& rel : paths) {
+    if (!kept(rel)) {
+      m.skipped.push_back(std::move(rel));
+      continue;
+    }
+    auto bytes = slurp(source / rel);
+    if (!bytes) return std::unexpected(bytes.error());
+    if (auto added = add_file(m, std::move(rel), std::move(*bytes), total); !added) return std::unexpected(added.error());
+  }
+  return m;
+}
+
+}  // namespace
+
+Result<void> check(const Module& m) {
+  if (!registry::is_module_specifier(m.name))
+    return fail(Errc::bad_usage, fmt::format("\"{}\" is not an npm package name (lower case, URL-safe, at most 214 "
+                                             "characters, an optional @scope/); give one with --name", m.name));
+  if (m.version.empty() || m.version.size() > 256)
+    return fail(Errc::bad_usage, "the module has no version (package.json \"version\", or --version)");
+  if (m.files.empty() || m.files.size() > kMaxModuleFiles)
+    return fail(Errc::bad_usage, fmt::format("a module holds 1 to {} .js/.cjs/.json files; this one {}",
+                                             kMaxModuleFiles, m.files.size()));
+  std::size_t total = 0;
+  for (const auto& [path, bytes] : m.files) {
+    if (!is_clean_path(path)) return fail(Errc::bad_usage, "a module's file paths are relative and normalized", path);
+    if (!json::canonicalize(json::Value(bytes))) return fail(Errc::bad_usage, "a module's files are UTF-8 text", path);
+    total += bytes.size();
+  }
+  if (total > kMaxModuleBytes)
+    return fail(Errc::bad_usage, fmt::format("the module's files are {} bytes; the limit is {} (docs/modules.md)",
+                                             total, kMaxModuleBytes));
+  if (!m.files.contains(m.main)) return fail(Errc::bad_usage, "the module's main file is not among its files", m.main);
+  return {};
+}
+
+Result<json::Value> record(const Module& m) {
+  if (auto ok = check(m); !ok) return std::unexpected(ok.error());
+  json::Value files = json::Value::object();
+  for (const auto& [path, bytes] : m.files) files[path] = json::content_id(bytes);
+  json::Value r = {{"files", std::move(files)}, {"main", m.main}, {"name", m.name}, {"version", m.version}};
+  if (!m.integrity.empty()) r["integrity"] = m.integrity;
+  return r;
+}
+
+Result<std::string> module_id(const Module& m) {
+  auto r = record(m);
+  if (!r) return std::unexpected(r.error());
+  return json::content_id_of(*r);
+}
+
+Result<Module> read_module(const fs::path& source, std::string_view name, std::string_view version) {
+  std::error_code ec;
+  const auto status = fs::status(source, ec);
+  if (ec || !fs::exists(status)) return fail(Errc::io, "no such file or directory", source.string());
+  const std::string file = source.filename().string();
+  Result<Module> m = Module{};
+  const bool bundle = fs::is_regular_file(status) && (file.ends_with(".js") || file.ends_with(".cjs"));
+  if (fs::is_directory(status)) {
+    m = read_directory(source);
+  } else if (bundle) {
+    auto bytes = slurp(source);
+    if (!bytes) return std::unexpected(bytes.error());
+    m->files.emplace(file, std::move(*bytes));
+    m->main = file;
+    m->version = "0.0.0";
+  } else {
+    m = read_tarball(source);
+  }
+  if (!m) return m;
+  if (!name.empty()) m->name = name;
+  if (!version.empty()) m->version = version;
+  if (!bundle) {
+    if (auto applied = apply_package_json(*m, source.string()); !applied) return std::unexpected(applied.error());
+  } else if (m->name.empty()) {
+    return fail(Errc::bad_usage, "a single-file bundle needs --name (the specifier tool code will require)",
+                source.string());
+  }
+  if (auto ok = check(*m); !ok) return std::unexpected(ok.error());
+  return m;
+}
+
+}  // namespace taskyon::modules

@@ -1,0 +1,63 @@
+// Modules: libraries tool code may load (issue 17). A module is an immutable,
+// content-addressed set of text files (an npm package's JavaScript and JSON,
+// or one bundle) with the package's name, version and entry file. Its id is
+// the content id (json.h) of its record, RFC 8785 canonical JSON of
+//   {"files": {PATH: "sha256:…" of the file's bytes, …}, "integrity"?: NPM
+//    INTEGRITY, "main": PATH, "name": NAME, "version": VERSION}
+// so one changed byte of any file changes the module id, and with it the
+// revision id of every manifest that names it (a manifest's `modules` maps
+// a specifier to a module id; it is part of the hashed definition, R1).
+// Tool code loads them from memory the host hands over (sandbox/protocol.h
+// load frame), never from a path or the network.
+#pragma once
+
+#include <cstddef>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "taskyon/base/error.h"
+#include "taskyon/json/json.h"
+
+namespace taskyon::modules {
+
+inline constexpr std::size_t kMaxModuleBytes = 4u << 20;    // one module's files together, bytes
+inline constexpr std::size_t kMaxRevisionModuleBytes = 4u << 20;  // every module of one revision, bytes
+inline constexpr std::size_t kMaxModuleFiles = 2000;         // files of one module
+
+struct Module {
+  std::string name;       // the npm package name, e.g. "papaparse" or "@scope/pkg"
+  std::string version;    // its version, e.g. "5.7.1"; "0.0.0" for a bundle without one
+  std::string main;       // the entry file, a key of `files`
+  std::string integrity;  // npm's "sha512-…" of the tarball it came from; empty otherwise
+  std::map<std::string, std::string> files;  // relative path ("lib/x.js") -> bytes (UTF-8 text)
+  std::vector<std::string> skipped = {};     // package files left out (not .js/.cjs/.json), for the report
+};
+
+// The record above, and its content id. Errc::invalid_manifest-free: these
+// only fail for a Module that check() refuses.
+Result<json::Value> record(const Module& module);
+Result<std::string> module_id(const Module& module);
+
+// A module's rules: a valid npm name (registry::is_module_specifier), a version, 1..kMaxModuleFiles files of
+// relative, normalized paths (no "..", no leading "/"), valid UTF-8, at most
+// kMaxModuleBytes in all, `main` one of them. Errc::bad_usage naming the rule.
+Result<void> check(const Module& module);
+
+// Reads a module from `source`:
+//   an npm package tarball (`npm pack` output, .tgz/.tar.gz; its files under
+//   "package/"), read with libarchive; `integrity` is its sha512;
+//   a package directory (with package.json, e.g. node_modules/papaparse);
+//   a single .js/.cjs file (a bundle): `name` must be given, version "0.0.0".
+// name/version/main come from package.json ("main", else "index.js"); `name`
+// and `version`, when not empty, override them. Only .js, .cjs and .json
+// files are kept (others are listed in `skipped`); node_modules/ inside a
+// package is skipped (a module's dependencies are modules of their own).
+// Errc::io when the source cannot be read, Errc::bad_usage for a package
+// check() refuses.
+Result<Module> read_module(const std::filesystem::path& source, std::string_view name = {},
+                           std::string_view version = {});
+
+}  // namespace taskyon::modules

@@ -1,0 +1,163 @@
+#include "taskyon/store/modules.h"
+
+#include <fmt/format.h>
+
+#include "taskyon/store/clock.h"
+
+namespace taskyon::store {
+namespace {
+
+struct StoredRecord {
+  std::string id;
+  json::Value record;
+  std::string created_at;
+};
+
+Result<StoredRecord> stored_record(Store& store, std::string_view ref) {
+  auto id = store.expand_prefix("modules", ref);
+  if (!id) return std::unexpected(id.error());
+  auto stmt = store.database().prepare("SELECT record, created_at FROM modules WHERE id = ?1");
+  if (!stmt) return std::unexpected(stmt.error());
+  stmt->bind(1, *id);
+  auto row = stmt->step();
+  if (!row) return std::unexpected(row.error());
+  if (!*row) return fail(Errc::not_found, "no such module", *id);
+  const std::string text = stmt->text(0), created_at = stmt->text(1);
+  if (json::content_id(text) != *id)
+    return fail(Errc::integrity, "the stored module record does not hash to its id (tampered)", *id);
+  auto record = json::parse(text);
+  if (!record || !record->is_object() || !(*record)["files"].is_object())
+    return fail(Errc::integrity, "the stored module record is not a module record", *id);
+  return StoredRecord{*id, std::move(*record), created_at};
+}
+
+ModuleSummary summary_of(const StoredRecord& r, std::size_t bytes) {
+  return {r.id,
+          r.record.value("name", ""),
+          r.record.value("version", ""),
+          r.record.value("main", ""),
+          r.record.value("integrity", ""),
+          r.record["files"].size(),
+          bytes,
+          r.created_at};
+}
+
+}  // namespace
+
+Result<AddedModule> add_module(Store& store, const modules::Module& module) {
+  auto record = modules::record(module);
+  if (!record) return std::unexpected(record.error());
+  auto canonical = json::canonicalize(*record);
+  if (!canonical) return std::unexpected(canonical.error());
+  AddedModule added{json::content_id(*canonical), false};
+  auto tx = sql::Transaction::begin(store.database());
+  if (!tx) return std::unexpected(tx.error());
+  auto file = store.database().prepare("INSERT INTO module_files(id, content) VALUES (?1, ?2) ON CONFLICT(id) DO NOTHING");
+  if (!file) return std::unexpected(file.error());
+  for (const auto& [path, bytes] : module.files) {
+    file->reset();
+    file->bind(1, (*record)["files"][path].get<std::string>()).bind(2, bytes);
+    if (auto r = file->run(); !r) return std::unexpected(r.error());
+  }
+  auto insert = store.database().prepare(
+      "INSERT INTO modules(id, name, version, record, created_at) VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT(id) DO NOTHING");
+  if (!insert) return std::unexpected(insert.error());
+  insert->bind(1, added.id).bind(2, module.name).bind(3, module.version).bind(4, *canonical).bind(5, now_iso8601());
+  if (auto r = insert->run(); !r) return std::unexpected(r.error());
+  added.created = store.database().changes() == 1;
+  if (auto r = tx->commit(); !r) return std::unexpected(r.error());
+  return added;
+}
+
+Result<modules::Module> load_module(Store& store, std::string_view ref) {
+  auto r = stored_record(store, ref);
+  if (!r) return std::unexpected(r.error());
+  modules::Module m;
+  m.name = r->record.value("name", "");
+  m.version = r->record.value("version", "");
+  m.main = r->record.value("main", "");
+  m.integrity = r->record.value("integrity", "");
+  auto stmt = store.database().prepare("SELECT content FROM module_files WHERE id = ?1");
+  if (!stmt) return std::unexpected(stmt.error());
+  for (const auto& [path, id] : r->record["files"].items()) {
+    if (!id.is_string()) return fail(Errc::integrity, "the stored module record is not a module record", r->id);
+    stmt->reset();
+    stmt->bind(1, id.get<std::string>());
+    auto row = stmt->step();
+    if (!row) return std::unexpected(row.error());
+    if (!*row) return fail(Errc::integrity, fmt::format("the module's file {} is missing from the store", path), r->id);
+    std::string bytes = stmt->text(0);
+    if (json::content_id(bytes) != id.get<std::string>())
+      return fail(Errc::integrity, fmt::format("the module's file {} does not hash to its id (tampered)", path), r->id);
+    m.files.emplace(path, std::move(bytes));
+  }
+  stmt->reset();
+  return m;
+}
+
+Result<ModuleSummary> module_summary(Store& store, std::string_view ref) {
+  auto m = load_module(store, ref);  // re-hashed: a summary never vouches for a tampered module
+  if (!m) return std::unexpected(m.error());
+  auto r = stored_record(store, ref);
+  if (!r) return std::unexpected(r.error());
+  std::size_t bytes = 0;
+  for (const auto& [_, b] : m->files) bytes += b.size();
+  return summary_of(*r, bytes);
+}
+
+Result<std::vector<ModuleSummary>> list_modules(Store& store) {
+  auto stmt = store.database().prepare("SELECT id FROM modules ORDER BY name, version, id");
+  if (!stmt) return std::unexpected(stmt.error());
+  std::vector<std::string> ids;
+  for (;;) {
+    auto row = stmt->step();
+    if (!row) return std::unexpected(row.error());
+    if (!*row) break;
+    ids.push_back(stmt->text(0));
+  }
+  std::vector<ModuleSummary> out;
+  for (const auto& id : ids) {
+    auto s = module_summary(store, id);
+    if (!s) return std::unexpected(s.error());
+    out.push_back(std::move(*s));
+  }
+  return out;
+}
+
+Result<json::Value> code_modules(Store& store, const json::Value& named) {
+  if (!named.is_object()) return json::Value();
+  std::vector<std::string> missing;
+  json::Value out = json::Value::object();
+  std::size_t bytes = 0;
+  for (const auto& [specifier, id] : named.items()) {
+    const std::string ref = id.is_string() ? id.get<std::string>() : id.dump();
+    auto m = id.is_string() && json::is_content_id(ref) ? load_module(store, ref)
+                                                         : fail(Errc::not_found, "not a module id", ref);
+    if (!m && m.error().code == Errc::not_found) {
+      missing.push_back(fmt::format("{} ({})", specifier, ref));
+      continue;
+    }
+    if (!m) return std::unexpected(m.error());
+    json::Value files = json::Value::object();
+    for (auto& [path, text] : m->files) {
+      bytes += text.size();
+      files[path] = std::move(text);
+    }
+    out[specifier] = {{"main", m->main}, {"files", std::move(files)}};
+  }
+  if (!missing.empty()) {
+    std::string list;
+    for (const auto& m : missing) list += (list.empty() ? "" : ", ") + m;
+    return fail(Errc::not_found,
+                fmt::format("the manifest names modules this store does not hold: {}; add each with `tycli module add`", list),
+                "/modules");
+  }
+  if (bytes > modules::kMaxRevisionModuleBytes)
+    return fail(Errc::bad_usage,
+                fmt::format("the manifest's modules are {} bytes together; the limit is {} (docs/modules.md)", bytes,
+                            modules::kMaxRevisionModuleBytes),
+                "/modules");
+  return out;
+}
+
+}  // namespace taskyon::store

@@ -1,0 +1,51 @@
+// The module store (issue 17, modules/module.h): modules are added once and
+// never change (R2: the database refuses UPDATE and DELETE); each file is
+// stored under the content id of its bytes, shared by every module holding
+// it, and every read re-hashes the record and the files (Errc::integrity for
+// a tampered one, naming it).
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "taskyon/base/error.h"
+#include "taskyon/json/json.h"
+#include "taskyon/modules/module.h"
+#include "taskyon/store/store.h"
+
+namespace taskyon::store {
+
+struct ModuleSummary {
+  std::string id;        // "sha256:…" of the module's record
+  std::string name;
+  std::string version;
+  std::string main;
+  std::string integrity;  // npm's, when it came from a tarball
+  std::size_t files = 0;
+  std::size_t bytes = 0;  // its files together
+  std::string created_at;
+};
+
+// Stores `module` (idempotent by content); its id. `created` says whether it was new.
+struct AddedModule {
+  std::string id;
+  bool created = false;
+};
+Result<AddedModule> add_module(Store& store, const modules::Module& module);
+
+// The module with this id (or unique prefix of >= 12 hex digits), its files
+// re-hashed. Errc::not_found, Errc::ambiguous, Errc::integrity.
+Result<modules::Module> load_module(Store& store, std::string_view ref);
+Result<ModuleSummary> module_summary(Store& store, std::string_view ref);
+Result<std::vector<ModuleSummary>> list_modules(Store& store);
+
+// The modules a manifest's `modules` ({SPECIFIER: MODULE ID}; null: none)
+// names, read and re-hashed: Errc::not_found naming every one this store does
+// not hold, Errc::bad_usage past modules::kMaxRevisionModuleBytes together.
+// What the load frame hands the sandbox (sandbox::ToolCode::modules):
+// {SPECIFIER: {"main": PATH, "files": {PATH: TEXT}}}; null for none.
+Result<json::Value> code_modules(Store& store, const json::Value& modules);
+
+}  // namespace taskyon::store

@@ -1,0 +1,209 @@
+// Modules for tool code (issue 17, docs/modules.md): read from a real npm
+// tarball (`npm pack` of the papaparse package set-up installs), a package
+// directory and a bundle; stored by content id in a real SQLite store;
+// required by real Node and Deno sandboxes from what the load frame carries.
+#include <filesystem>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "taskyon/modules/module.h"
+#include "taskyon/registry/manifest.h"
+#include "taskyon/store/modules.h"
+#include "test_util.h"
+
+namespace taskyon::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using json::Value;
+
+const fs::path kPapaparse = fs::path(TASKYON_SOURCE_DIR) / "node_modules/papaparse";
+
+Value run_json(const std::vector<std::string>& args, const fs::path& home) {
+  std::vector<std::string> all = {"--json"};
+  all.insert(all.end(), args.begin(), args.end());
+  auto r = run_tycli(all, home);
+  auto v = json::parse(r.out);
+  return v && r.exit_code == 0 ? *v : Value("tycli failed (" + std::to_string(r.exit_code) + "): " + r.err + r.out);
+}
+
+Value tool_with(const std::string& name, const std::string& code, const Value& modules) {
+  Value t = js_tool(name, code);
+  t["modules"] = modules;
+  return t;
+}
+
+class Modules : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!fs::exists(kPapaparse / "package.json")) GTEST_SKIP() << "node_modules/papaparse is missing (scripts/setup.sh)";
+  }
+  // Adds `source` (with extra `tycli module add` options); the module's id.
+  std::string add(const std::string& source, std::vector<std::string> extra = {}) {
+    std::vector<std::string> args = {"module", "add", source};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const Value added = run_json(args, home.path());
+    EXPECT_TRUE(added.is_object()) << added.dump();
+    return added.is_object() ? added["id"].get<std::string>() : std::string();
+  }
+  std::string install(const Value& tool) {
+    auto r = run_tycli({"--json", "tool", "install", home.write(tool["name"].get<std::string>() + ".json", tool.dump())},
+                       home.path());
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    auto v = json::parse(r.out);
+    return v ? (*v)["id"].get<std::string>() : std::string();
+  }
+  TempDir home;
+};
+
+TEST_F(Modules, AnNpmTarballAndItsPackageDirectoryAreTheSameFilesAndTheTarballKeepsItsIntegrity) {
+  auto packed = run_command({"npm", "pack", kPapaparse.string(), "--pack-destination", home.path().string()}, home.path());
+  ASSERT_EQ(packed.exit_code, 0) << packed.err;
+  const std::string tgz = (home / "papaparse-5.7.1.tgz").string();
+  ASSERT_TRUE(fs::exists(tgz)) << packed.out;
+  auto from_tgz = modules::read_module(tgz);
+  auto from_dir = modules::read_module(kPapaparse);
+  ASSERT_TRUE(from_tgz.has_value()) << from_tgz.error().describe();
+  ASSERT_TRUE(from_dir.has_value()) << from_dir.error().describe();
+  EXPECT_EQ(from_tgz->name, "papaparse");
+  EXPECT_EQ(from_tgz->version, "5.7.1");
+  EXPECT_EQ(from_tgz->main, "papaparse.js");
+  EXPECT_TRUE(from_tgz->integrity.starts_with("sha512-")) << from_tgz->integrity;
+  EXPECT_EQ(from_tgz->files, from_dir->files) << "npm pack holds what the directory holds";
+  EXPECT_FALSE(from_tgz->files.contains("README.md")) << "only .js/.cjs/.json are kept";
+
+  const std::string id = add(tgz);
+  ASSERT_TRUE(json::is_content_id(id)) << id;
+  const Value shown = run_json({"module", "show", id.substr(0, 19)}, home.path());
+  EXPECT_EQ(shown["integrity"], from_tgz->integrity) << shown.dump();
+  EXPECT_EQ(shown["record"]["files"].size(), from_tgz->files.size());
+  // Adding the same bytes again stores nothing new.
+  const Value again = run_json({"module", "add", tgz}, home.path());
+  EXPECT_EQ(again["id"], id);
+  EXPECT_EQ(again["created"], false);
+}
+
+// R1 for modules: one changed byte of a module changes its id, and with it
+// the revision id of a manifest that names it.
+TEST_F(Modules, OneChangedByteChangesTheModuleIdAndTheRevisionId) {
+  const std::string a = add(home.write("counter.js", "module.exports = 1;\n"), {"--name", "counter"});
+  const std::string b = add(home.write("counter2.js", "module.exports = 2;\n"), {"--name", "counter"});
+  ASSERT_FALSE(a.empty());
+  EXPECT_NE(a, b);
+  const std::string code = "() => require('counter')";
+  const std::string ra = install(tool_with("counted", code, {{"counter", a}}));
+  const std::string rb = install(tool_with("counted", code, {{"counter", b}}));
+  EXPECT_NE(ra, rb);
+  EXPECT_EQ(run_json({"call", ra}, home.path()), 1);
+  EXPECT_EQ(run_json({"call", rb}, home.path()), 2);
+}
+
+TEST_F(Modules, AManifestNamingAModuleTheStoreLacksIsRefusedNamingIt) {
+  const std::string absent = "sha256:" + std::string(64, 'a');
+  auto r = run_tycli({"tool", "install", home.write("t.json", tool_with("t", "() => 1", {{"left-pad", absent}}).dump())},
+                     home.path());
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("left-pad (" + absent + ")"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("tycli module add"), std::string::npos) << r.err;
+  auto bad = registry::parse_manifest(tool_with("t", "() => 1", {{"Not/A Name", absent}}));
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_EQ(bad.error().where, "/modules/Not/A Name");
+  auto not_an_id = registry::parse_manifest(tool_with("t", "() => 1", {{"x", "papaparse@5"}}));
+  ASSERT_FALSE(not_an_id.has_value());
+  EXPECT_EQ(not_an_id.error().where, "/modules/x");
+}
+
+// R2 for modules: the store refuses to change one, and a file changed behind
+// its back (the triggers dropped, as a local attacker with the file could) is
+// refused when read, so no sandbox ever gets it.
+TEST_F(Modules, ATamperedStoredModuleIsRefusedOnRead) {
+  const std::string id = add(kPapaparse.string());
+  const std::string rev = install(tool_with("csv", "({text}) => require('papaparse').parse(text).data", {{"papaparse", id}}));
+  ASSERT_FALSE(rev.empty());
+  const std::string db = (home / "taskyon.db").string();
+  auto refused = run_command({"sqlite3", db, "UPDATE module_files SET content = 'x'"}, home.path());
+  EXPECT_NE(refused.err.find("immutable"), std::string::npos) << refused.err;
+  auto tampered = run_command(
+      {"sqlite3", db, "DROP TRIGGER module_files_no_update; UPDATE module_files SET content = content || ' ' WHERE id IN "
+                      "(SELECT id FROM module_files LIMIT 1)"},
+      home.path());
+  ASSERT_EQ(tampered.exit_code, 0) << tampered.err;
+  auto shown = run_tycli({"module", "show", id}, home.path());
+  EXPECT_NE(shown.exit_code, 0);
+  EXPECT_NE(shown.err.find("does not hash to its id (tampered)"), std::string::npos) << shown.err;
+  auto call = run_tycli({"call", "csv", "--args", R"({"text":"a,b"})"}, home.path());
+  EXPECT_NE(call.exit_code, 0);
+  EXPECT_NE(call.err.find("tampered"), std::string::npos) << call.err;
+}
+
+// Loading, on each runtime: a real npm package from memory; a module body is
+// evaluated once per retained sandbox (the second call reuses it); require()
+// reaches nothing but the declared modules and, on Node, the safe builtins.
+class ModulesOn : public Modules, public ::testing::WithParamInterface<std::string> {};
+
+TEST_P(ModulesOn, ARealPackageLoadsOnceAndNothingUndeclaredIsReachable) {
+  const std::string runtime = GetParam();
+  const std::string papaparse = add(kPapaparse.string());
+  fs::create_directories(home / "counter");
+  home.write("counter/package.json", R"({"name":"counter","version":"1.0.0","main":"index.js"})");
+  home.write("counter/helper.js", "module.exports = 'helped';\n");
+  home.write("counter/index.js",
+             "globalThis.evaluations = (globalThis.evaluations || 0) + 1;\n"
+             "const helper = require('./helper');\n"
+             "module.exports = { evaluations: () => globalThis.evaluations, helper,\n"
+             "  reach: (what) => { try { require(what); return 'loaded'; } catch (e) { return e.code; } } };\n");
+  const std::string counter = add((home / "counter").string());
+  ASSERT_FALSE(papaparse.empty() || counter.empty());
+  install(tool_with("csv",
+                    "({text}) => { const Papa = require('papaparse'); const c = require('counter'); "
+                    "return {rows: Papa.parse(text, {header: true}).data, evaluations: c.evaluations(), helper: c.helper}; }",
+                    {{"papaparse", papaparse}, {"counter", counter}}));
+  auto r = run_tycli({"--json", "call", "csv", "--js-runtime", runtime, "--args", R"({"text":"a,b\n1,2"})", "--args",
+                      R"({"text":"a\n3"})"},
+                     home.path());
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  std::vector<Value> calls;
+  std::istringstream lines(r.out);
+  for (std::string line; std::getline(lines, line);)
+    if (auto v = json::parse(line)) calls.push_back(*v);
+  ASSERT_EQ(calls.size(), 2u) << r.out;
+  EXPECT_EQ(calls[0]["result"]["rows"], Value::parse(R"([{"a":"1","b":"2"}])")) << r.out;
+  EXPECT_EQ(calls[0]["result"]["helper"], "helped");
+  EXPECT_EQ(calls[1]["result"]["rows"], Value::parse(R"([{"a":"3"}])")) << r.out;
+  EXPECT_EQ(calls[1]["sandbox"]["fresh"], false) << "the second call ran in the retained sandbox";
+  EXPECT_EQ(calls[0]["result"]["evaluations"], 1);
+  EXPECT_EQ(calls[1]["result"]["evaluations"], 1) << "the second call reused the loaded module";
+
+  // Another revision declaring only `counter`: papaparse (another
+  // revision's module), builtins outside the safe list, paths out of a
+  // module and absolute paths are refused, from tool code and from inside a module.
+  install(tool_with("probe",
+                    "() => { const c = require('counter'); const tool = (what) => { try { require(what); return 'loaded'; } "
+                    "catch (e) { return e.code; } }; const all = ['papaparse', 'fs', 'node:fs', 'child_process', "
+                    "'node:child_process', 'vm', 'module', 'worker_threads', '/etc/passwd', './x', '../x', "
+                    "'counter/../../etc/passwd', 'counter/helper', 'util']; const out = {}; "
+                    "for (const w of all) out[w] = [tool(w), c.reach(w)]; return out; }",
+                    {{"counter", counter}}));
+  const Value probe = run_json({"call", "probe", "--js-runtime", runtime}, home.path());
+  ASSERT_TRUE(probe.is_object() && probe.contains("result")) << probe.dump();
+  const Value& got = probe["result"];
+  for (const auto& [what, results] : got.items()) {
+    const std::string expected = what == "counter/helper" || (what == "util" && runtime == "node")
+                                     ? "loaded"
+                                     : "ERR_TASKYON_MODULE_REFUSED";
+    EXPECT_EQ(results[0], expected) << "tool code: require('" << what << "') on " << runtime;
+    if (what != "./x" && what != "../x")  // relative: inside counter these are its own (absent) files
+      EXPECT_EQ(results[1], expected) << "inside a module: require('" << what << "') on " << runtime;
+    else
+      EXPECT_EQ(results[1], "ERR_TASKYON_MODULE_REFUSED") << what;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Runtimes, ModulesOn, ::testing::Values("node", "deno"),
+                         [](const auto& info) { return info.param; });
+
+}  // namespace
+}  // namespace taskyon::testing
