@@ -54,7 +54,7 @@ class Modules : public ::testing::Test {
                        home.path());
     EXPECT_EQ(r.exit_code, 0) << r.err;
     auto v = json::parse(r.out);
-    return v ? (*v)["id"].get<std::string>() : std::string();
+    return v && v->is_array() && !v->empty() ? (*v)[0]["revision"].get<std::string>() : std::string();
   }
   TempDir home;
 };
@@ -97,8 +97,8 @@ TEST_F(Modules, OneChangedByteChangesTheModuleIdAndTheRevisionId) {
   const std::string ra = install(tool_with("counted", code, {{"counter", a}}));
   const std::string rb = install(tool_with("counted", code, {{"counter", b}}));
   EXPECT_NE(ra, rb);
-  EXPECT_EQ(run_json({"call", ra}, home.path()), 1);
-  EXPECT_EQ(run_json({"call", rb}, home.path()), 2);
+  EXPECT_EQ(run_json({"call", ra}, home.path())["result"], 1);
+  EXPECT_EQ(run_json({"call", rb}, home.path())["result"], 2);
 }
 
 TEST_F(Modules, AManifestNamingAModuleTheStoreLacksIsRefusedNamingIt) {
