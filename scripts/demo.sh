@@ -26,6 +26,11 @@ run call json_path --args '{"document": {"tools": [{"name": "add"}, {"name": "up
 step "Retained sandbox: three calls of one revision share memory (one tycli process)"
 run call counter --verbose --args '{}' --args '{"step": 10}' --args '{}'
 
+step "A tool that uses an npm library: papaparse, stored by content id and named in the manifest"
+run module add node_modules/papaparse
+run tool install examples/modules/csv_to_json.json
+run call csv_to_json --verbose --args '{"csv": "tool,calls\nuppercase,3\ncounter,12"}' --args '{"csv": "a,b\n1,2"}'
+
 step "Arguments are validated against the tool's parameters before any code runs"
 run call add --args '{"num1": "two", "num2": 3}' || echo "(exit $?: refused before running)"
 

@@ -38,7 +38,7 @@ TEST_F(CliMessages, AMistypedCommandIsNamedWithTheNearestOne) {
   const auto far = tycli({"frobnicate"});
   EXPECT_EQ(far.exit_code, 2);
   EXPECT_EQ(far.err.find("did you mean"), std::string::npos) << far.err;
-  EXPECT_NE(far.err.find("the commands of `tycli` are tool, call"), std::string::npos) << far.err;
+  EXPECT_NE(far.err.find("the commands of `tycli` are tool, module, call"), std::string::npos) << far.err;
 }
 
 TEST_F(CliMessages, AMistypedOptionIsNamedWithTheNearestOneAndOtherParseErrorsPointAtHelp) {
@@ -50,6 +50,12 @@ TEST_F(CliMessages, AMistypedOptionIsNamedWithTheNearestOneAndOtherParseErrorsPo
   // A global option is among the candidates after a subcommand, and `=VALUE` is not part of the name.
   const auto global = tycli({"tool", "list", "--jsn=1"});
   EXPECT_NE(global.err.find("has no option `--jsn` (did you mean `--json`?)"), std::string::npos) << global.err;
+  // A command's own option written before the command is placed, not "suggested" as itself.
+  const auto early = tycli({"--js-runtime", "deno", "call", "add"});
+  EXPECT_EQ(early.exit_code, 2);
+  EXPECT_NE(early.err.find("`--js-runtime` is an option of `tycli call`: write it after `call` (`tycli call --js-runtime …`)"),
+            std::string::npos)
+      << early.err;
   const auto far = tycli({"call", "--frobnicate", "add"});
   EXPECT_NE(far.err.find("`tycli call` has no option `--frobnicate` (see `tycli call --help`)"), std::string::npos)
       << far.err;

@@ -202,6 +202,24 @@ TEST_P(ModulesOn, ARealPackageLoadsOnceAndNothingUndeclaredIsReachable) {
   }
 }
 
+// The bundled example (make demo) names papaparse by the id `tycli module
+// add node_modules/papaparse` gives: the lock file pins the package's bytes,
+// so the id is the same on every machine.
+TEST_P(ModulesOn, TheBundledExampleRunsOnThePackageSetUpInstalls) {
+  const std::string id = add(kPapaparse.string());
+  const std::string example = std::string(TASKYON_SOURCE_DIR) + "/examples/modules/csv_to_json.json";
+  auto manifest = json::parse(read_file(example));
+  ASSERT_TRUE(manifest.has_value());
+  EXPECT_EQ((*manifest)["modules"]["papaparse"], id) << "examples/modules/csv_to_json.json names another papaparse";
+  ASSERT_EQ(run_tycli({"tool", "install", example}, home.path()).exit_code, 0);
+  const Value out = run_json({"call", "csv_to_json", "--js-runtime", GetParam(), "--args",
+                              R"({"csv":"tool,calls\nuppercase,3\ncounter,12\n"})"},
+                             home.path());
+  EXPECT_EQ(out["result"], Value::parse(R"({"columns":["tool","calls"],"errors":0,)"
+                                        R"("rows":[{"calls":3,"tool":"uppercase"},{"calls":12,"tool":"counter"}]})"))
+      << out.dump();
+}
+
 INSTANTIATE_TEST_SUITE_P(Runtimes, ModulesOn, ::testing::Values("node", "deno"),
                          [](const auto& info) { return info.param; });
 

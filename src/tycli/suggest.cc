@@ -100,7 +100,13 @@ std::string explain_parse_error(const CLI::App& app, const CLI::ParseError& erro
       for (const auto& left : a->remaining())
         if (left.starts_with("-") && left != "-" && left != "--") {
           const std::string option = left.substr(0, left.find('='));
-          const std::string near = nearest_name(option, option_names(*deepest));
+          const auto names = option_names(*deepest);
+          // An option of the command itself, written before the command's
+          // name: `tycli --js-runtime deno call` left it with `tycli`.
+          if (a != deepest && std::find(names.begin(), names.end(), option) != names.end())
+            return fmt::format("`{}` is an option of `{}`: write it after `{}` (`{} {} …`)", option, path,
+                               deepest->get_name(), path, option);
+          const std::string near = nearest_name(option, names);
           return fmt::format("`{}` has no option `{}`{} (see `{} --help`)", path, option,
                              near.empty() ? "" : fmt::format(" (did you mean `{}`?)", near), path);
         }
