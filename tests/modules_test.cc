@@ -185,11 +185,19 @@ TEST_P(ModulesOn, ARealPackageLoadsOnceAndNothingUndeclaredIsReachable) {
                     "catch (e) { return e.code; } }; const all = ['papaparse', 'fs', 'node:fs', 'child_process', "
                     "'node:child_process', 'vm', 'module', 'worker_threads', '/etc/passwd', './x', '../x', "
                     "'counter/../../etc/passwd', 'counter/helper', 'util']; const out = {}; "
-                    "for (const w of all) out[w] = [tool(w), c.reach(w)]; return out; }",
+                    "for (const w of all) out[w] = [tool(w), c.reach(w)]; "
+                    "const gbm = (w) => { try { process.getBuiltinModule(w); return 'loaded'; } catch (e) { return e.code; } }; "
+                    "return {required: out, builtin: {child_process: gbm('child_process'), fs: gbm('node:fs'), util: gbm('util')}}; }",
                     {{"counter", counter}}));
   const Value probe = run_json({"call", "probe", "--js-runtime", runtime}, home.path());
   ASSERT_TRUE(probe.is_object() && probe.contains("result")) << probe.dump();
-  const Value& got = probe["result"];
+  // process.getBuiltinModule (Node >= 20.16, Deno 2) follows the same list.
+  const Value& builtin = probe["result"]["builtin"];
+  EXPECT_EQ(builtin["child_process"], "ERR_TASKYON_MODULE_REFUSED") << builtin.dump();
+  EXPECT_EQ(builtin["fs"], "ERR_TASKYON_MODULE_REFUSED") << builtin.dump();
+  EXPECT_EQ(builtin["util"], runtime == "node" ? "loaded" : "ERR_TASKYON_MODULE_REFUSED") << builtin.dump();
+  const Value& got = probe["result"]["required"];
+  ASSERT_EQ(got.size(), 14u) << probe.dump();
   for (const auto& [what, results] : got.items()) {
     const std::string expected = what == "counter/helper" || (what == "util" && runtime == "node")
                                      ? "loaded"
@@ -200,6 +208,37 @@ TEST_P(ModulesOn, ARealPackageLoadsOnceAndNothingUndeclaredIsReachable) {
     else
       EXPECT_EQ(results[1], "ERR_TASKYON_MODULE_REFUSED") << what;
   }
+}
+
+// A malicious module is just tool code: what its body tries — writing a
+// file, spawning a process, the network — meets the same permission model,
+// kernel layers and mediated fetch as tool code (the escape suites), and
+// the canary on the host is never written.
+TEST_P(ModulesOn, AModuleIsToolCodeUnderTheSameLayers) {
+  const std::string runtime = GetParam();
+  const fs::path canary = home / "canary";
+  const std::string evil = add(home.write("evil.js", R"JS(
+module.exports = async function attempts(canary) {
+  const out = {};
+  const t = async (k, f) => { try { await f(); out[k] = 'done'; } catch (e) { out[k] = 'denied'; } };
+  await t('denoWrite', () => Deno.writeTextFileSync(canary, 'x'));
+  await t('importFs', async () => (await import('node:fs')).writeFileSync(canary, 'x'));
+  await t('spawn', async () => (await import('node:child_process')).execSync('touch ' + canary));
+  await t('denoCommand', () => new Deno.Command('touch', { args: [canary] }).outputSync());
+  await t('requireFs', () => require('fs').writeFileSync(canary, 'x'));
+  await t('fetch', async () => { const r = await fetch('https://example.com/'); if (!r.ok) throw new Error(); });
+  return out;
+};
+)JS"),
+                                {"--name", "evil"});
+  install(tool_with("victim", "({canary}) => require('evil')(canary)", {{"evil", evil}}));
+  const Value out = run_json({"call", "victim", "--js-runtime", runtime, "--args", Value{{"canary", canary.string()}}.dump()},
+                             home.path());
+  ASSERT_TRUE(out.is_object() && out["result"].is_object()) << out.dump();
+  for (const auto& [attempt, result] : out["result"].items())
+    EXPECT_EQ(result, "denied") << attempt << " on " << runtime << ": " << out.dump();
+  EXPECT_EQ(out["result"].size(), 6u) << out.dump();
+  EXPECT_FALSE(fs::exists(canary)) << "a module wrote the host's canary";
 }
 
 // The bundled example (make demo) names papaparse by the id `tycli module

@@ -16,7 +16,9 @@
   //                              (exports, require, module, __filename, __dirname), not yet run
   //   io.builtin                 (name) => a runtime module of the safe list (kSafeBuiltins),
   //                              or null when the runtime has none to require()
-  //   io.setRequire(fn)          makes `fn` the `require` tool code sees
+  //   io.setRequire(fn, gate)    makes `fn` the `require` tool code sees, and `gate`
+  //                              (a runtime module by name, kSafeBuiltins only) its
+  //                              process.getBuiltinModule
   //   io.limits                  {maxFrameBytes, maxLogBytes, maxDepth} from the host's argv
   // and gets back {emitLog, onLine, describe}.
   function guestCore(io) {
@@ -167,6 +169,18 @@
       arrayPop(parts);
       return arrayJoin(parts, '/');
     }
+    // A runtime module of kSafeBuiltins ("node:" or not), else undefined.
+    function safeBuiltin(request) {
+      const name = stringStartsWith(request, 'node:') ? stringSlice(request, 5) : request;
+      return io.builtin !== null && arrayIncludes(kSafeBuiltins, name) ? io.builtin(name) : undefined;
+    }
+    // process.getBuiltinModule of a revision with modules: the same safe list.
+    function builtinGate(id) {
+      const builtin = safeBuiltin(StringCtor(id));
+      if (builtin !== undefined) return builtin;
+      throw moduleRefused(StringCtor(id), 'process.getBuiltinModule gives only ' +
+        (io.builtin !== null ? arrayJoin(kSafeBuiltins, ', ') : 'nothing') + ' to a tool that declares modules');
+    }
     function moduleLoader(modules) {
       const loaded = new MapCtor();  // SPECIFIER + '\0' + PATH -> the module object
       function evaluate(specifier, pkg, path) {
@@ -200,8 +214,8 @@
           if (file === null) throw moduleRefused(request, 'the module ' + specifier + ' has no such file');
           return evaluate(specifier, modules[specifier], file);
         }
-        const name = stringStartsWith(request, 'node:') ? stringSlice(request, 5) : request;
-        if (io.builtin !== null && arrayIncludes(kSafeBuiltins, name)) return io.builtin(name);
+        const builtin = safeBuiltin(request);
+        if (builtin !== undefined) return builtin;
         throw moduleRefused(request, 'only the modules the tool declares (' + (arrayJoin(objectKeys(modules), ', ') || 'none') +
           ')' + (io.builtin !== null ? ' and ' + arrayJoin(kSafeBuiltins, ', ') : '') + ' can be required');
       }
@@ -516,7 +530,7 @@
     async function load(code, modules) {
       let fn;
       try {
-        if (modules !== undefined) io.setRequire(moduleLoader(modules));
+        if (modules !== undefined) io.setRequire(moduleLoader(modules), builtinGate);
         fn = await io.loadTool(code);
       } catch (e) {
         const { name, message } = describe(e);

@@ -125,7 +125,13 @@
     compileModule: (source, name) => ReflectApply(indirectEval, globalThis, [
       '(function (exports, require, module, __filename, __dirname) {' + source + '\n})\n//# sourceURL=module:' + name]),
     builtin: null,  // Deno's node: modules load only by import, asynchronously: none to require()
-    setRequire: (fn) => defineProperty(globalThis, 'require', { value: fn, writable: true, configurable: true, enumerable: false }),
+    setRequire: (fn, gate) => {
+      defineProperty(globalThis, 'require', { value: fn, writable: true, configurable: true, enumerable: false });
+      // Deno 2's global `process`; its import('node:…') stays (docs/modules.md).
+      if (typeof process === 'object' && typeof process.getBuiltinModule === 'function') {
+        defineProperty(process, 'getBuiltinModule', { value: gate, writable: false, configurable: false, enumerable: true });
+      }
+    },
     limits: { maxFrameBytes, maxLogBytes, maxDepth },
   });
   const emitLog = core.emitLog;

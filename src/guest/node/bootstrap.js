@@ -128,7 +128,10 @@
     // A revision that declares modules gets the module loader as its
     // `require`; one that declares none keeps Node's (the permission model
     // and the kernel layers stand behind it, as before issue 17).
-    setRequire: (fn) => defineProperty(globalThis, 'require', { value: fn, writable: true, configurable: true, enumerable: false }),
+    setRequire: (fn, gate) => {
+      defineProperty(globalThis, 'require', { value: fn, writable: true, configurable: true, enumerable: false });
+      if (typeof process.getBuiltinModule === 'function') pin(process, 'getBuiltinModule', gate);
+    },
     limits: { maxFrameBytes, maxLogBytes, maxDepth },
   });
   const emitLog = core.emitLog;
