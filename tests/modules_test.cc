@@ -2,6 +2,8 @@
 // tarball (`npm pack` of the papaparse package set-up installs), a package
 // directory and a bundle; stored by content id in a real SQLite store;
 // required by real Node and Deno sandboxes from what the load frame carries.
+#include <sys/stat.h>
+
 #include <filesystem>
 #include <sstream>
 #include <string>
@@ -139,6 +141,98 @@ TEST_F(Modules, ATamperedStoredModuleIsRefusedOnRead) {
   EXPECT_NE(call.err.find("tampered"), std::string::npos) << call.err;
 }
 
+// A tarball is one package directory: a file outside it (a "..", "/" or a
+// second directory first) refuses the whole archive; a later entry of the
+// same path replaces an earlier one, as npm's extraction does; a path that is
+// not a regular file is refused before anything reads it.
+TEST_F(Modules, ATarballIsOnePackageDirectoryAndItsLastEntryOfAPathWins) {
+  auto tarball = [&](const std::string& name, const Value& entries) {
+    const std::string path = (home / name).string();
+    auto r = run_command({"python3", "-c",
+                          "import io, json, sys, tarfile\n"
+                          "t = tarfile.open(sys.argv[1], 'w:gz')\n"
+                          "for name, text in json.loads(sys.argv[2]):\n"
+                          "    data = text.encode()\n"
+                          "    info = tarfile.TarInfo(name); info.size = len(data)\n"
+                          "    t.addfile(info, io.BytesIO(data))\n"
+                          "t.close()\n",
+                          path, entries.dump()},
+                         home.path());
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return path;
+  };
+  const std::string pkg = R"({"name":"p","version":"1.0.0"})";
+  for (const auto& [name, entries] : std::vector<std::pair<std::string, Value>>{
+           {"dotdot.tgz", Value::array({Value::array({"../package.json", pkg}), Value::array({"../index.js", "1"})})},
+           {"absolute.tgz", Value::array({Value::array({"/package.json", pkg}), Value::array({"/index.js", "1"})})},
+           {"two.tgz", Value::array({Value::array({"package/package.json", pkg}), Value::array({"evil/index.js", "1"})})},
+           {"inside.tgz", Value::array({Value::array({"package/package.json", pkg}),
+                                        Value::array({"package/a/../../x.js", "1"})})}}) {
+    auto m = modules::read_module(tarball(name, entries));
+    EXPECT_FALSE(m.has_value()) << name << " was read";
+    if (!m) {
+      EXPECT_EQ(m.error().code, Errc::bad_usage) << name << ": " << m.error().describe();
+    }
+  }
+  auto dup = modules::read_module(tarball(
+      "dup.tgz", Value::array({Value::array({"package/package.json", pkg}), Value::array({"package/index.js", "'first'"}),
+                               Value::array({"package/index.js", "'last'"})})));
+  ASSERT_TRUE(dup.has_value()) << dup.error().describe();
+  EXPECT_EQ(dup->files.at("index.js"), "'last'");
+  ASSERT_EQ(::mkfifo((home / "fifo.tgz").c_str(), 0600), 0);
+  auto fifo = modules::read_module(home / "fifo.tgz");  // would block forever if it were read
+  ASSERT_FALSE(fifo.has_value());
+  EXPECT_EQ(fifo.error().code, Errc::bad_usage);
+}
+
+// The load frame is JSON: a module that would not fit in it escaped (a
+// control character takes 6 bytes) is refused at install, not at every call.
+TEST_F(Modules, CodeAndModulesThatWouldNotFitTheLoadFrameAreRefusedAtInstall) {
+  const std::string id = add(home.write("controls.js", "module.exports = '" + std::string(1600u << 10, '\x01') + "';\n"),
+                             {"--name", "controls"});
+  ASSERT_FALSE(id.empty());
+  auto r = run_tycli({"tool", "install", home.write("t.json", tool_with("t", "() => 1", {{"controls", id}}).dump())},
+                     home.path());
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("as JSON in the sandbox's load frame"), std::string::npos) << r.err;
+}
+
+// R2 against INSERT OR REPLACE, whose implicit delete fires no DELETE
+// trigger: every immutable table ignores an insert of a key it holds.
+TEST_F(Modules, InsertOrReplaceChangesNoImmutableRowAndATamperedModuleIsListedAsUnusable) {
+  const std::string id = add(home.write("one.js", "module.exports = 1;\n"), {"--name", "one"});
+  add(home.write("two.js", "module.exports = 2;\n"), {"--name", "two"});
+  const std::string rev = install(tool_with("t", "() => require('one')", {{"one", id}}));
+  const std::string db = (home / "taskyon.db").string();
+  auto sql = [&](const std::string& q) { return run_command({"sqlite3", db, q}, home.path()); };
+  for (const char* q : {
+           "INSERT OR REPLACE INTO module_files(id, content) SELECT id, 'pwned' FROM module_files",
+           "INSERT OR REPLACE INTO modules SELECT id, name, version, '{}', created_at FROM modules",
+           "INSERT OR REPLACE INTO revisions SELECT id, name, execution, '{}', created_at FROM revisions",
+           "INSERT OR REPLACE INTO bindings SELECT seq, name, revision, 'then' FROM bindings",
+           "REPLACE INTO tasks(id, role, kind, content, state, created_at) SELECT id, role, kind, '{}', state, created_at FROM tasks"}) {
+    auto r = sql(q);
+    EXPECT_EQ(r.exit_code, 0) << q << ": " << r.err;  // accepted, and changes nothing:
+  }
+  EXPECT_EQ(sql("SELECT count(*) FROM module_files WHERE content = 'pwned'").out, "0\n");
+  EXPECT_EQ(sql("SELECT count(*) FROM revisions WHERE definition = '{}'").out, "0\n");
+  EXPECT_EQ(sql("SELECT count(*) FROM bindings WHERE activated_at = 'then'").out, "0\n");
+  EXPECT_EQ(run_json({"call", rev}, home.path())["result"], 1);
+  // Tampered behind the triggers: listed as unusable, the other module still listed.
+  ASSERT_EQ(sql("DROP TRIGGER module_files_no_update; UPDATE module_files SET content = 'module.exports = 3;\n' "
+                "WHERE content = 'module.exports = 1;\n'").exit_code,
+            0);
+  auto list = run_tycli({"--json", "module", "list"}, home.path());
+  auto listed = json::parse(list.out);
+  ASSERT_TRUE(listed && listed->is_array() && listed->size() == 2) << list.out << list.err;
+  int unusable = 0;
+  for (const auto& m : *listed) unusable += m.contains("problem") ? 1 : 0;
+  EXPECT_EQ(unusable, 1) << list.out;
+  auto again = run_tycli({"module", "add", home.write("one.js", "module.exports = 1;\n"), "--name", "one"}, home.path());
+  EXPECT_NE(again.exit_code, 0) << "adding it again says the stored copy is tampered: " << again.out;
+  EXPECT_NE(again.err.find("tampered"), std::string::npos) << again.err;
+}
+
 // Loading, on each runtime: a real npm package from memory; a module body is
 // evaluated once per retained sandbox (the second call reuses it); require()
 // reaches nothing but the declared modules and, on Node, the safe builtins.
@@ -187,7 +281,11 @@ TEST_P(ModulesOn, ARealPackageLoadsOnceAndNothingUndeclaredIsReachable) {
                     "'counter/../../etc/passwd', 'counter/helper', 'util']; const out = {}; "
                     "for (const w of all) out[w] = [tool(w), c.reach(w)]; "
                     "const gbm = (w) => { try { process.getBuiltinModule(w); return 'loaded'; } catch (e) { return e.code; } }; "
-                    "return {required: out, builtin: {child_process: gbm('child_process'), fs: gbm('node:fs'), util: gbm('util')}}; }",
+                    "const g = {}; for (const n of ['module', 'exports']) g[n] = typeof globalThis[n]; "
+                    "let gbmMessage = ''; try { process.getBuiltinModule('fs'); } catch (e) { gbmMessage = e.message; } "
+                    "return {required: out, globals: g, gbmMessage, root: require('counter/') === c, "
+                    "resolved: require.resolve('counter/helper'), "
+                    "builtin: {child_process: gbm('child_process'), fs: gbm('node:fs'), util: gbm('util')}}; }",
                     {{"counter", counter}}));
   const Value probe = run_json({"call", "probe", "--js-runtime", runtime}, home.path());
   ASSERT_TRUE(probe.is_object() && probe.contains("result")) << probe.dump();
@@ -196,6 +294,13 @@ TEST_P(ModulesOn, ARealPackageLoadsOnceAndNothingUndeclaredIsReachable) {
   EXPECT_EQ(builtin["child_process"], "ERR_TASKYON_MODULE_REFUSED") << builtin.dump();
   EXPECT_EQ(builtin["fs"], "ERR_TASKYON_MODULE_REFUSED") << builtin.dump();
   EXPECT_EQ(builtin["util"], runtime == "node" ? "loaded" : "ERR_TASKYON_MODULE_REFUSED") << builtin.dump();
+  // `node -e` leaves `module` (a Module, with createRequire and _load) and
+  // `exports` on the global object: gone in a revision with modules.
+  EXPECT_EQ(probe["result"]["globals"], (Value{{"exports", "undefined"}, {"module", "undefined"}})) << probe.dump();
+  EXPECT_NE(probe["result"]["gbmMessage"].get<std::string>().find("process.getBuiltinModule(\"fs\") is refused"),
+            std::string::npos) << probe.dump();
+  EXPECT_EQ(probe["result"]["root"], true) << "require('counter/') is its main";
+  EXPECT_EQ(probe["result"]["resolved"], "/modules/counter/helper.js");
   const Value& got = probe["result"]["required"];
   ASSERT_EQ(got.size(), 14u) << probe.dump();
   for (const auto& [what, results] : got.items()) {
@@ -257,6 +362,19 @@ TEST_P(ModulesOn, TheBundledExampleRunsOnThePackageSetUpInstalls) {
   EXPECT_EQ(out["result"], Value::parse(R"({"columns":["tool","calls"],"errors":0,)"
                                         R"("rows":[{"calls":3,"tool":"uppercase"},{"calls":12,"tool":"counter"}]})"))
       << out.dump();
+}
+
+// A module's source is a function body of its own, as in Node's CommonJS
+// loader: it cannot close the wrapper and run code outside it.
+TEST_P(ModulesOn, AModuleCannotCloseItsWrapper) {
+  const std::string inj = add(home.write("inj.js", "}, globalThis.escaped = 'at compile time', function () {\n"),
+                              {"--name", "inj"});
+  install(tool_with("wrapped",
+                    "() => { let thrown = ''; try { require('inj'); } catch (e) { thrown = e.name; } "
+                    "return {thrown, escaped: typeof globalThis.escaped}; }",
+                    {{"inj", inj}}));
+  const Value out = run_json({"call", "wrapped", "--js-runtime", GetParam()}, home.path());
+  EXPECT_EQ(out["result"], (Value{{"escaped", "undefined"}, {"thrown", "SyntaxError"}})) << out.dump();
 }
 
 INSTANTIATE_TEST_SUITE_P(Runtimes, ModulesOn, ::testing::Values("node", "deno"),

@@ -23,6 +23,7 @@ struct ModuleAddArgs {
 };
 
 Value module_json(const store::ModuleSummary& m) {
+  if (!m.problem.empty()) return {{"id", m.id}, {"problem", m.problem}};
   Value v = {{"id", m.id},       {"name", m.name},   {"version", m.version},     {"main", m.main},
              {"files", m.files}, {"bytes", m.bytes}, {"createdAt", m.created_at}};
   if (!m.integrity.empty()) v["integrity"] = m.integrity;
@@ -36,6 +37,10 @@ int module_add(Globals& g, const ModuleAddArgs& a) {
   if (!st) return report(g, st.error());
   auto added = store::add_module(*st, *module);
   if (!added) return report(g, added.error());
+  // Already stored: the stored copy is checked, never assumed (it cannot be
+  // repaired: stored modules never change).
+  if (!added->created)
+    if (auto stored = store::load_module(*st, added->id); !stored) return report(g, stored.error());
   std::size_t bytes = 0;
   for (const auto& [_, b] : module->files) bytes += b.size();
   if (g.json) {
@@ -75,9 +80,16 @@ int module_list(Globals& g) {
     std::cout << "no modules (add one with `tycli module add PACKAGE.tgz|DIR|FILE.js`)\n";
     return kExitOk;
   }
-  for (const auto& m : *all)
+  bool broken = false;
+  for (const auto& m : *all) {
+    if (!m.problem.empty()) {
+      std::cout << fmt::format("{}  UNUSABLE: {}\n", table_id(g, m.id), m.problem);
+      broken = true;
+      continue;
+    }
     std::cout << fmt::format("{}  {}@{}  {} files, {} bytes\n", table_id(g, m.id), m.name, m.version, m.files, m.bytes);
-  return kExitOk;
+  }
+  return broken ? kExitEnvironment : kExitOk;
 }
 
 int module_show(Globals& g, const std::string& ref) {

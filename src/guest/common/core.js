@@ -139,8 +139,8 @@
     const arrayPop = uncurry(Array.prototype.pop);
     const arrayIncludes = uncurry(Array.prototype.includes);
     const objectKeys = Object.keys;
-    function moduleRefused(request, why) {
-      const e = new ErrorCtor('require(' + stringify(request) + ') is refused: ' + why);
+    function moduleRefused(request, why, what = 'require') {
+      const e = new ErrorCtor(what + '(' + stringify(request) + ') is refused: ' + why);
       e.code = 'ERR_TASKYON_MODULE_REFUSED';
       return e;
     }
@@ -158,12 +158,20 @@
       }
       return arrayJoin(parts, '/');
     }
-    function findFile(files, path) {
-      for (const candidate of [path, path + '.js', path + '.cjs', path + '.json', path + '/index.js', path + '/index.json']) {
-        if (hasOwn(files, candidate)) return candidate;
+    // As Node resolves a path in a package: the module's root is its main;
+    // PATH, PATH.js, PATH.cjs, PATH.json, PATH/index.js, PATH/index.json; a
+    // request ending in "/" names a directory (only its index).
+    function findFile(pkg, path, directory) {
+      if (path === '') return pkg.main;
+      const candidates = directory ? [path + '/index.js', path + '/index.json']
+        : [path, path + '.js', path + '.cjs', path + '.json', path + '/index.js', path + '/index.json'];
+      for (const candidate of candidates) {
+        if (hasOwn(pkg.files, candidate)) return candidate;
       }
       return null;
     }
+    const namesDirectory = (request) => stringEndsWith(request, '/') || stringEndsWith(request, '/.') ||
+      stringEndsWith(request, '/..') || request === '.' || request === '..';
     function dirOf(path) {
       const parts = stringSplit(path, '/');
       arrayPop(parts);
@@ -178,8 +186,8 @@
     function builtinGate(id) {
       const builtin = safeBuiltin(StringCtor(id));
       if (builtin !== undefined) return builtin;
-      throw moduleRefused(StringCtor(id), 'process.getBuiltinModule gives only ' +
-        (io.builtin !== null ? arrayJoin(kSafeBuiltins, ', ') : 'nothing') + ' to a tool that declares modules');
+      throw moduleRefused(StringCtor(id), (io.builtin !== null ? 'it gives only ' + arrayJoin(kSafeBuiltins, ', ')
+        : 'this runtime gives none') + ' to a tool that declares modules', 'process.getBuiltinModule');
     }
     function moduleLoader(modules) {
       const loaded = new MapCtor();  // SPECIFIER + '\0' + PATH -> the module object
@@ -195,7 +203,7 @@
             module.exports = parse(source);
           } else {
             const fn = io.compileModule(source, specifier + '/' + path);
-            ReflectApply(fn, module.exports, [module.exports, requireFrom(specifier, pkg, dirOf(path)), module,
+            ReflectApply(fn, module.exports, [module.exports, requireFrom({ specifier, pkg, dir: dirOf(path) }), module,
               '/modules/' + specifier + '/' + path, '/modules/' + specifier + '/' + dirOf(path)]);
           }
         } catch (e) {
@@ -205,33 +213,43 @@
         module.loaded = true;
         return module.exports;
       }
-      function requireBare(request) {
-        if (hasOwn(modules, request)) return evaluate(request, modules[request], modules[request].main);
+      // [specifier, pkg, file] of a require from `from` (null: tool code), or a builtin as [null, builtin].
+      function resolve(from, request) {
+        if (typeof request !== 'string') throw new TypeErrorCtor('require() takes a module name');
+        const relative = request === '.' || request === '..' || stringStartsWith(request, './') || stringStartsWith(request, '../');
+        if (relative) {
+          if (from === null) throw moduleRefused(request, 'tool code has no files of its own to require');
+          const path = joinPath(from.dir, request);
+          const file = path === null ? null : findFile(from.pkg, path, namesDirectory(request));
+          if (file === null) throw moduleRefused(request, 'no such file in the module ' + from.specifier);
+          return [from.specifier, from.pkg, file];
+        }
+        if (hasOwn(modules, request)) return [request, modules[request], modules[request].main];
         for (const specifier of objectKeys(modules)) {
           if (!stringStartsWith(request, specifier + '/')) continue;
           const path = joinPath('', stringSlice(request, specifier.length + 1));
-          const file = path === null ? null : findFile(modules[specifier].files, path);
+          const file = path === null ? null : findFile(modules[specifier], path, namesDirectory(request));
           if (file === null) throw moduleRefused(request, 'the module ' + specifier + ' has no such file');
-          return evaluate(specifier, modules[specifier], file);
+          return [specifier, modules[specifier], file];
         }
         const builtin = safeBuiltin(request);
-        if (builtin !== undefined) return builtin;
+        if (builtin !== undefined) return [null, builtin];
         throw moduleRefused(request, 'only the modules the tool declares (' + (arrayJoin(objectKeys(modules), ', ') || 'none') +
           ')' + (io.builtin !== null ? ' and ' + arrayJoin(kSafeBuiltins, ', ') : '') + ' can be required');
       }
-      function requireFrom(specifier, pkg, dir) {
-        return function require(request) {
-          if (typeof request !== 'string') throw new TypeErrorCtor('require() takes a module name');
-          const relative = request === '.' || request === '..' || stringStartsWith(request, './') || stringStartsWith(request, '../');
-          if (!relative) return requireBare(request);
-          if (pkg === null) throw moduleRefused(request, 'tool code has no files of its own to require');
-          const path = joinPath(dir, request);
-          const file = path === null ? null : findFile(pkg.files, path);
-          if (file === null) throw moduleRefused(request, 'no such file in the module ' + specifier);
-          return evaluate(specifier, pkg, file);
+      function requireFrom(from) {
+        const require = function require(request) {
+          const found = resolve(from, request);
+          return found[0] === null ? found[1] : evaluate(found[0], found[1], found[2]);
         };
+        // require.resolve: the path a module has inside the sandbox (its __filename).
+        require.resolve = function resolveRequest(request) {
+          const found = resolve(from, request);
+          return found[0] === null ? StringCtor(request) : '/modules/' + found[0] + '/' + found[2];
+        };
+        return require;
       }
-      return requireFrom(null, null, '');
+      return requireFrom(null);
     }
 
     // --- The current call -------------------------------------------------------

@@ -62,7 +62,7 @@
   const arrayJoin = uncurry(Array.prototype.join);
   const encodeURIComponentFn = encodeURIComponent;
   const dynamicImport = (specifier) => import(specifier);
-  const indirectEval = globalThis.eval;  // snapshot: compileModule below
+  const FunctionCtor = Function;  // snapshot: compileModule below
 
   // --- Limits, passed by the host on the command line ----------------------
   const maxFrameBytes = NumberCtor(D.args[0]);  // one frame, newline included, bytes
@@ -120,10 +120,11 @@
     fromBase64: (text) => ReflectApply(fromBase64, Uint8ArrayCtor, [text]),
     fatal,
     loadTool,
-    // CommonJS is synchronous, so a module's source is compiled by an
-    // indirect eval (sloppy mode, as Node's loader), not a data: import.
-    compileModule: (source, name) => ReflectApply(indirectEval, globalThis, [
-      '(function (exports, require, module, __filename, __dirname) {' + source + '\n})\n//# sourceURL=module:' + name]),
+    // CommonJS is synchronous, so a module's source is compiled by the
+    // Function constructor (a function body of its own, sloppy mode, as
+    // Node's loader), not a data: import.
+    compileModule: (source, name) => ReflectApply(FunctionCtor, undefined, [
+      'exports', 'require', 'module', '__filename', '__dirname', source + '\n//# sourceURL=module:' + name]),
     builtin: null,  // Deno's node: modules load only by import, asynchronously: none to require()
     setRequire: (fn, gate) => {
       defineProperty(globalThis, 'require', { value: fn, writable: true, configurable: true, enumerable: false });

@@ -34,6 +34,7 @@
   const isUint8Array = util.types.isUint8Array;
   const defineProperty = Object.defineProperty;
   const runInThisContext = vm.runInThisContext;
+  const compileFunction = vm.compileFunction;
   const NumberCtor = Number;
   const StringCtor = String;
   const nodeRequire = require;  // this -e script's own: the safe builtins only (core.js kSafeBuiltins)
@@ -122,14 +123,20 @@
     fromBase64: (text) => ReflectApply(bufferFrom, Buffer, [text, 'base64']),
     fatal,
     loadTool: (code) => ReflectApply(runInThisContext, vm, ['(' + code + '\n)', { filename: 'tool.js' }]),
-    compileModule: (source, name) => ReflectApply(runInThisContext, vm, [
-      '(function (exports, require, module, __filename, __dirname) {' + source + '\n})', { filename: 'module:' + name }]),
+    // As Node's CommonJS loader: the source is a function body of its own
+    // (it cannot close the wrapper early), sloppy mode.
+    compileModule: (source, name) => ReflectApply(compileFunction, vm, [
+      source, ['exports', 'require', 'module', '__filename', '__dirname'], { filename: 'module:' + name }]),
     builtin: (name) => nodeRequire(name),
     // A revision that declares modules gets the module loader as its
     // `require`; one that declares none keeps Node's (the permission model
     // and the kernel layers stand behind it, as before issue 17).
+    // `node -e` also leaves its own `module` (a Module: createRequire,
+    // _load) and `exports` on the global object: gone, or the loader would be
+    // one property away from every builtin.
     setRequire: (fn, gate) => {
       defineProperty(globalThis, 'require', { value: fn, writable: true, configurable: true, enumerable: false });
+      for (const name of ['module', 'exports', '__filename', '__dirname']) pin(globalThis, name, undefined);
       if (typeof process.getBuiltinModule === 'function') pin(process, 'getBuiltinModule', gate);
     },
     limits: { maxFrameBytes, maxLogBytes, maxDepth },

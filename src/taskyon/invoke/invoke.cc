@@ -142,7 +142,7 @@ Result<std::shared_ptr<const json::Value>> revision_modules(store::Store& store,
     for (const auto& [revision, modules] : kept)
       if (revision == tool.revision) return modules;
   }
-  auto modules = store::code_modules(store, tool.manifest.modules);
+  auto modules = store::code_modules(store, tool.manifest.modules, tool.manifest.code);
   if (!modules) return std::unexpected(modules.error());
   auto shared = std::make_shared<const json::Value>(std::move(*modules));
   std::lock_guard lock(mu);

@@ -80,20 +80,23 @@ Result<void> apply_package_json(Module& m, std::string_view where) {
       m.main = candidate;
       return {};
     }
-  return fail(Errc::bad_usage, fmt::format("package.json's main \"{}\" is not among the package's .js files", main),
+  return fail(Errc::bad_usage, fmt::format("package.json's main \"{}\" is not among the package's .js/.cjs/.json files", main),
               std::string(where) + "/package.json");
 }
 
+// A later file of the same path replaces an earlier one, as tar and npm's
+// extraction do.
 Result<void> add_file(Module& m, std::string path, std::string bytes, std::size_t& total) {
   if (in_node_modules(path) || !kept(path)) {
     m.skipped.push_back(std::move(path));
     return {};
   }
+  if (auto old = m.files.find(path); old != m.files.end()) total -= old->second.size();
   total += bytes.size();
   if (total > kMaxModuleBytes)
-    return fail(Errc::bad_usage, fmt::format("the package's .js/.cjs/.json files exceed {} bytes (docs/modules.md)",
-                                             kMaxModuleBytes));
-  m.files.emplace(std::move(path), std::move(bytes));
+    return fail(Errc::bad_usage, fmt::format("the package's .js/.cjs/.json files exceed {} bytes together (docs/modules.md)",
+                                             kMaxModuleBytes), path);
+  m.files.insert_or_assign(std::move(path), std::move(bytes));
   return {};
 }
 
@@ -109,6 +112,7 @@ Result<Module> read_tarball(const fs::path& source) {
     return fail(Errc::bad_usage, fmt::format("not a gzipped tar archive: {}", archive_error_string(a.get())),
                 source.string());
   std::size_t total = 0;
+  std::string root;  // the package's directory in the archive ("package" from npm pack): one for every file
   archive_entry* entry = nullptr;
   for (;;) {
     const int r = archive_read_next_header(a.get(), &entry);
@@ -117,15 +121,28 @@ Result<Module> read_tarball(const fs::path& source) {
       return fail(Errc::bad_usage, fmt::format("the archive is damaged: {}", archive_error_string(a.get())),
                   source.string());
     if (archive_entry_filetype(entry) != AE_IFREG) continue;  // directories, links: never followed
-    std::string path = archive_entry_pathname(entry) ? archive_entry_pathname(entry) : "";
+    const std::string name = archive_entry_pathname(entry) ? archive_entry_pathname(entry) : "";
     // npm pack puts every file under "package/" (some registries' tarballs
-    // use another first directory: it is dropped the same way).
-    const auto slash = path.find('/');
-    if (slash == std::string::npos) continue;
-    path.erase(0, slash + 1);
-    if (!is_clean_path(path)) return fail(Errc::bad_usage, "the archive holds a path outside its package", path);
+    // use another directory): every file must be under the same one, a
+    // normal name, and its path below it relative and normalized.
+    const auto slash = name.find('/');
+    const std::string first = name.substr(0, slash);
+    if (slash == std::string::npos || first.empty() || first == "." || first == ".." || !is_clean_path(first))
+      return fail(Errc::bad_usage, "the archive holds a file outside a package directory (npm pack: package/)", name);
+    if (root.empty()) root = first;
+    if (first != root)
+      return fail(Errc::bad_usage, fmt::format("the archive holds files under two directories, {}/ and {}/", root, first),
+                  name);
+    std::string path = name.substr(slash + 1);
+    if (!is_clean_path(path))
+      return fail(Errc::bad_usage, "a path in the archive leaves its package or is not normalized (\"..\", \"//\", \"\\\")",
+                  name);
     const la_int64_t size = archive_entry_size(entry);
-    if (size < 0 || static_cast<std::size_t>(size) > kMaxModuleBytes) {
+    if (size < 0) return fail(Errc::bad_usage, "the archive is damaged", name);
+    if (static_cast<std::size_t>(size) > kMaxModuleBytes) {
+      if (kept(path) && !in_node_modules(path))
+        return fail(Errc::bad_usage, fmt::format("the file is {} bytes; a module's files are at most {} bytes together "
+                                                 "(docs/modules.md)", size, kMaxModuleBytes), name);
       m.skipped.push_back(path);
       continue;
     }
@@ -178,7 +195,9 @@ Result<void> check(const Module& m) {
                                              kMaxModuleFiles, m.files.size()));
   std::size_t total = 0;
   for (const auto& [path, bytes] : m.files) {
-    if (!is_clean_path(path)) return fail(Errc::bad_usage, "a module's file paths are relative and normalized", path);
+    if (!json::canonicalize(json::Value(path))) return fail(Errc::bad_usage, "a module's file names are UTF-8 text");
+    if (!is_clean_path(path))
+      return fail(Errc::bad_usage, "a module's file paths are relative and normalized, without \"..\" or backslashes", path);
     if (!json::canonicalize(json::Value(bytes))) return fail(Errc::bad_usage, "a module's files are UTF-8 text", path);
     total += bytes.size();
   }
@@ -211,6 +230,8 @@ Result<Module> read_module(const fs::path& source, std::string_view name, std::s
   const std::string file = source.filename().string();
   Result<Module> m = Module{};
   const bool bundle = fs::is_regular_file(status) && (file.ends_with(".js") || file.ends_with(".cjs"));
+  if (!fs::is_directory(status) && !fs::is_regular_file(status))
+    return fail(Errc::bad_usage, "a module is read from a regular file or a directory", source.string());
   if (fs::is_directory(status)) {
     m = read_directory(source);
   } else if (bundle) {

@@ -26,6 +26,10 @@ namespace taskyon::modules {
 inline constexpr std::size_t kMaxModuleBytes = 4u << 20;    // one module's files together, bytes
 inline constexpr std::size_t kMaxRevisionModuleBytes = 4u << 20;  // every module of one revision, bytes
 inline constexpr std::size_t kMaxModuleFiles = 2000;         // files of one module
+// A revision's code and modules as the sandbox's load frame carries them
+// (sandbox/protocol.h encode_load: JSON, so a control character takes 6
+// bytes): at most the sandbox's default max_frame_bytes (sandbox/pool.h).
+inline constexpr std::size_t kMaxLoadFrameBytes = 8u << 20;
 
 struct Module {
   std::string name;       // the npm package name, e.g. "papaparse" or "@scope/pkg"

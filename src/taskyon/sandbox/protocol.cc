@@ -88,8 +88,8 @@ Result<std::string> encode_load(std::string_view code, std::size_t max_frame_byt
   auto line = dump_line(frame);
   if (!line) return fail(Errc::bad_usage, "the tool code or a module is not valid UTF-8");
   if (line->size() > max_frame_bytes) {
-    return fail(Errc::bad_usage, fmt::format("the tool code{} does not fit in one {}-byte frame",
-                                             modules ? " and its modules" : "", max_frame_bytes));
+    return fail(Errc::bad_usage, fmt::format("the tool code{} {} not fit in one {}-byte frame",
+                                             modules ? " and its modules" : "", modules ? "do" : "does", max_frame_bytes));
   }
   return std::move(*line);
 }

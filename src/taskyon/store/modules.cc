@@ -118,13 +118,21 @@ Result<std::vector<ModuleSummary>> list_modules(Store& store) {
   std::vector<ModuleSummary> out;
   for (const auto& id : ids) {
     auto s = module_summary(store, id);
-    if (!s) return std::unexpected(s.error());
-    out.push_back(std::move(*s));
+    if (s) {
+      out.push_back(std::move(*s));
+    } else if (s.error().code == Errc::integrity) {
+      ModuleSummary broken;
+      broken.id = id;
+      broken.problem = s.error().message;
+      out.push_back(std::move(broken));
+    } else {
+      return std::unexpected(s.error());
+    }
   }
   return out;
 }
 
-Result<json::Value> code_modules(Store& store, const json::Value& named) {
+Result<json::Value> code_modules(Store& store, const json::Value& named, std::string_view code) {
   if (!named.is_object()) return json::Value();
   std::vector<std::string> missing;
   json::Value out = json::Value::object();
@@ -156,6 +164,16 @@ Result<json::Value> code_modules(Store& store, const json::Value& named) {
     return fail(Errc::bad_usage,
                 fmt::format("the manifest's modules are {} bytes together; the limit is {} (docs/modules.md)", bytes,
                             modules::kMaxRevisionModuleBytes),
+                "/modules");
+  const std::size_t frame =
+      json::Value{{"code", std::string(code)}, {"modules", out}, {"type", "load"}}
+          .dump(-1, ' ', false, json::Value::error_handler_t::replace)
+          .size() + 1;
+  if (frame > modules::kMaxLoadFrameBytes)
+    return fail(Errc::bad_usage,
+                fmt::format("the code and its modules are {} bytes as JSON in the sandbox's load frame; the limit is {} "
+                            "(docs/modules.md: control characters and backslashes take more than one byte there)",
+                            frame, modules::kMaxLoadFrameBytes),
                 "/modules");
   return out;
 }

@@ -26,6 +26,7 @@ struct ModuleSummary {
   std::size_t files = 0;
   std::size_t bytes = 0;  // its files together
   std::string created_at;
+  std::string problem = {};  // empty; else why the stored module cannot be used (tampered), for list_modules
 };
 
 // Stores `module` (idempotent by content); its id. `created` says whether it was new.
@@ -39,13 +40,16 @@ Result<AddedModule> add_module(Store& store, const modules::Module& module);
 // re-hashed. Errc::not_found, Errc::ambiguous, Errc::integrity.
 Result<modules::Module> load_module(Store& store, std::string_view ref);
 Result<ModuleSummary> module_summary(Store& store, std::string_view ref);
+// Every stored module, each re-hashed: a tampered one is listed with its
+// `problem` (the others are still listed).
 Result<std::vector<ModuleSummary>> list_modules(Store& store);
 
 // The modules a manifest's `modules` ({SPECIFIER: MODULE ID}; null: none)
 // names, read and re-hashed: Errc::not_found naming every one this store does
-// not hold, Errc::bad_usage past modules::kMaxRevisionModuleBytes together.
+// not hold, Errc::bad_usage past modules::kMaxRevisionModuleBytes together or
+// when they and `code` would not fit in modules::kMaxLoadFrameBytes as JSON.
 // What the load frame hands the sandbox (sandbox::ToolCode::modules):
 // {SPECIFIER: {"main": PATH, "files": {PATH: TEXT}}}; null for none.
-Result<json::Value> code_modules(Store& store, const json::Value& modules);
+Result<json::Value> code_modules(Store& store, const json::Value& modules, std::string_view code);
 
 }  // namespace taskyon::store

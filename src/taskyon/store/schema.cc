@@ -224,7 +224,8 @@ BEGIN SELECT RAISE(ABORT, 'sandbox log: destruction records are append-only; old
 
 // Issue 17: modules (modules/module.h), immutable like revisions (R2): a
 // module's record and its files, each stored under the content id of its
-// bytes and re-hashed on read (store/modules.h).
+// bytes and re-hashed on read (store/modules.h). And for every immutable
+// table, a guard against INSERT OR REPLACE (below).
 constexpr std::string_view kMigration6 = R"sql(
 CREATE TABLE modules (
   id         TEXT PRIMARY KEY CHECK (id GLOB 'sha256:*' AND length(id) = 71),
@@ -246,6 +247,33 @@ CREATE TRIGGER module_files_no_update BEFORE UPDATE ON module_files
 BEGIN SELECT RAISE(ABORT, 'R2: stored module files are immutable'); END;
 CREATE TRIGGER module_files_no_delete BEFORE DELETE ON module_files
 BEGIN SELECT RAISE(ABORT, 'R2: stored module files are immutable'); END;
+
+-- INSERT OR REPLACE of a row that exists deletes it without firing DELETE
+-- triggers (unless the connection turned recursive_triggers on), so every
+-- immutable or append-only table also ignores an insert of a key it holds:
+-- a REPLACE changes nothing, ON CONFLICT DO NOTHING stays what it was.
+CREATE TRIGGER revisions_no_replace BEFORE INSERT ON revisions WHEN EXISTS (SELECT 1 FROM revisions WHERE id = NEW.id)
+BEGIN SELECT RAISE(IGNORE); END;
+CREATE TRIGGER bindings_no_replace BEFORE INSERT ON bindings WHEN EXISTS (SELECT 1 FROM bindings WHERE seq = NEW.seq)
+BEGIN SELECT RAISE(IGNORE); END;
+CREATE TRIGGER tasks_no_replace BEFORE INSERT ON tasks WHEN EXISTS (SELECT 1 FROM tasks WHERE id = NEW.id)
+BEGIN SELECT RAISE(IGNORE); END;
+CREATE TRIGGER trust_no_replace BEFORE INSERT ON trust WHEN EXISTS (SELECT 1 FROM trust WHERE revision = NEW.revision)
+BEGIN SELECT RAISE(IGNORE); END;
+CREATE TRIGGER audit_log_no_replace BEFORE INSERT ON audit_log WHEN EXISTS (SELECT 1 FROM audit_log WHERE seq = NEW.seq)
+BEGIN SELECT RAISE(IGNORE); END;
+CREATE TRIGGER settings_revisions_no_replace BEFORE INSERT ON settings_revisions WHEN EXISTS (SELECT 1 FROM settings_revisions WHERE id = NEW.id)
+BEGIN SELECT RAISE(IGNORE); END;
+CREATE TRIGGER settings_bindings_no_replace BEFORE INSERT ON settings_bindings WHEN EXISTS (SELECT 1 FROM settings_bindings WHERE seq = NEW.seq)
+BEGIN SELECT RAISE(IGNORE); END;
+CREATE TRIGGER sandbox_destructions_no_replace BEFORE INSERT ON sandbox_destructions WHEN EXISTS (SELECT 1 FROM sandbox_destructions WHERE seq = NEW.seq)
+BEGIN SELECT RAISE(IGNORE); END;
+CREATE TRIGGER store_keys_no_replace BEFORE INSERT ON store_keys WHEN EXISTS (SELECT 1 FROM store_keys WHERE name = NEW.name)
+BEGIN SELECT RAISE(IGNORE); END;
+CREATE TRIGGER modules_no_replace BEFORE INSERT ON modules WHEN EXISTS (SELECT 1 FROM modules WHERE id = NEW.id)
+BEGIN SELECT RAISE(IGNORE); END;
+CREATE TRIGGER module_files_no_replace BEFORE INSERT ON module_files WHEN EXISTS (SELECT 1 FROM module_files WHERE id = NEW.id)
+BEGIN SELECT RAISE(IGNORE); END;
 )sql";
 
 constexpr std::array<std::string_view, kSchemaVersion> kMigrations = {kMigration1, kMigration2, kMigration3, kMigration4,
