@@ -164,7 +164,7 @@ $('fetch').onclick = async () => {
 // Popup permissions kept in the browser store: a reload remembers the checkbox.
 const permissions = store ? await store.popupPermissions() : new PopupPermissions();
 /** @type {HTMLInputElement} */ ($('perm')).checked = permissions.has(VIEWER, 'custom-html');
-const popups = new PopupHost({ permissions, trusted: [VIEWER] });
+const popups = new PopupHost({ permissions, trusted: [VIEWER], audit: store ? (row) => store.audit(row) : undefined });
 $('perm').onchange = () => {
   if (/** @type {HTMLInputElement} */ ($('perm')).checked) permissions.grant(VIEWER, 'custom-html');
   else permissions.revoke(VIEWER, 'custom-html');

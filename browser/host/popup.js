@@ -19,7 +19,10 @@
 //   origin ("null"), under a CSP (inherited by the srcdoc) that admits inline
 //   script and style, data:/blob: images and nothing from the network.
 // * Every decision is appended to `popups.log` {seq, at, tool, revision,
-//   target, verdict: 'opened'|'refused', code}.
+//   target, verdict: 'opened'|'refused', code} and, given `audit` (e.g. the
+//   browser store's), to the audit log as {revision, capability: 'popup',
+//   target, access: null, verdict: 'allow'|'deny', reason: the code or
+//   'opened'}, as the CLI audits its popup decisions.
 //
 // Refusal codes: `not_trusted`, `bad_target`, `no_permission`,
 // `no_user_activation`, `too_large`, `open_failed`.
@@ -97,8 +100,12 @@ export class PopupHost {
    * @param {PopupPermissions} o.permissions
    * @param {Iterable<string>} o.trusted revision ids of the page's trusted host tools
    * @param {{open: typeof window.open, userActivation: () => boolean}} [o.window] the page's window (tests only)
+   * @param {(row: {revision: string, capability: string, target: string, access: null, verdict: string, reason: string}) => unknown} [o.audit]
+   *        appends one decision to an audit log (BrowserStore#audit); a failure to append is kept in `auditErrors`
    */
   constructor(o) {
+    this._audit = o.audit || null;
+    this.auditErrors = [];
     this._permissions = o.permissions;
     this._trusted = new Set(o.trusted || []);
     this._open = o.window?.open || ((url, name, features) => window.open(url, name, features));
@@ -109,6 +116,12 @@ export class PopupHost {
   /** @returns {{ok: boolean, code?: string, message?: string}} */
   _decide(tool, revision, target, verdict, code, message = '') {
     this.log.push({ seq: this.log.length + 1, at: performance.now(), tool, revision, target, verdict, code });
+    if (this._audit) {
+      // open() stays synchronous (window.open needs the click's activation): the row is appended meanwhile.
+      const row = { revision: String(revision ?? ''), capability: 'popup', target: String(target ?? ''), access: null,
+        verdict: verdict === 'opened' ? 'allow' : 'deny', reason: code || 'opened' };
+      Promise.resolve().then(() => this._audit(row)).catch((e) => { this.auditErrors.push(String(e && e.message)); });
+    }
     return verdict === 'opened' ? { ok: true } : { ok: false, code, message };
   }
 

@@ -38,6 +38,33 @@ export function storeChecks({ expect, canaryLog, Skip, call }) {
   const gets = (path) => canaryLog.filter((e) => e.method !== 'OPTIONS' && e.url.startsWith(path));
 
   return [
+    ['B5', 'popup_decisions_audited', 'a popup host given the store\'s audit appends every decision, refused or opened, as a popup row of the revision', async (env) => {
+      const { page } = env;
+      await storeHost(page);
+      const trusted = 'sha256:' + 'cd'.repeat(32);
+      const [popup, verdicts] = await Promise.all([page.context().waitForEvent('page', { timeout: 5000 }), page.evaluate(async (rev) => {
+        const { PopupHost, PopupPermissions } = /** @type {any} */ (window).taskyon.popup;
+        const perms = new PopupPermissions();
+        perms.grant(rev, 'custom-html');
+        const ph = new PopupHost({ permissions: perms, trusted: [rev], audit: (row) => window.store.audit(row) });
+        const out = [ph.open({ tool: 'viewer', revision: 'sha256:untrusted', html: '<p>x</p>' }),
+          ph.open({ tool: 'viewer', revision: rev, url: 'https://popup.example.test/page' }),
+          ph.open({ tool: 'viewer', revision: rev, url: 'http://plain.example/' }),
+          ph.open({ tool: 'viewer', revision: rev, html: '<p>audited</p>' })];  // evaluate runs as a user gesture
+        await new Promise((r) => setTimeout(r, 200));
+        return { out: out.map((r) => r.ok ? 'opened' : r.code), errors: ph.auditErrors };
+      }, trusted)]);
+      await popup.close();
+      expect(verdicts.out.join() === 'not_trusted,no_permission,bad_target,opened', 'decisions ' + JSON.stringify(verdicts));
+      expect(verdicts.errors.length === 0, 'audit errors ' + JSON.stringify(verdicts.errors));
+      const rows = await page.evaluate((r) => window.store.auditRows(r), trusted);
+      const seen = rows.map((x) => `${x.capability}:${x.verdict}:${x.reason}`).join();
+      expect(seen === 'popup:deny:no_permission,popup:deny:bad_target,popup:allow:opened', 'audit rows ' + seen);
+      const untrusted = await page.evaluate(() => window.store.auditRows('sha256:untrusted'));
+      expect(untrusted.length === 1 && untrusted[0].reason === 'not_trusted', 'the untrusted revision\'s row ' + JSON.stringify(untrusted));
+      return `decisions ${verdicts.out.join(', ')}; audit rows ${seen}, and not_trusted under the untrusted revision`;
+    }],
+
     ['M8', 'page_grant_per_revision_origin_access', 'in the page, a mediated fetch needs a store grant for (revision, origin, access): none, another revision\'s, or a read grant for a write is denied and reaches nothing; each decision is audited', async (env) => {
       const { page } = env;
       const { rev, other } = await storeHost(page);
