@@ -95,11 +95,10 @@ int module_list(Globals& g) {
 int module_show(Globals& g, const std::string& ref) {
   auto st = open_store(g, StoreUse::read);
   if (!st) return report(g, st.error());
-  auto m = store::load_module(*st, ref);  // re-hashed
-  if (!m) return report(g, m.error());
-  auto s = store::module_summary(*st, ref);
-  if (!s) return report(g, s.error());
-  auto record = taskyon::modules::record(*m);
+  auto stored = store::stored_module(*st, ref);  // re-hashed
+  if (!stored) return report(g, stored.error());
+  const auto* s = &stored->summary;
+  auto record = taskyon::modules::record(stored->module);
   if (!record) return report(g, record.error());
   if (g.json) {
     Value out = module_json(*s);

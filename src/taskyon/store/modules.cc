@@ -69,7 +69,7 @@ Result<AddedModule> add_module(Store& store, const modules::Module& module) {
   return added;
 }
 
-Result<modules::Module> load_module(Store& store, std::string_view ref) {
+Result<StoredModule> stored_module(Store& store, std::string_view ref) {
   auto r = stored_record(store, ref);
   if (!r) return std::unexpected(r.error());
   modules::Module m;
@@ -79,6 +79,7 @@ Result<modules::Module> load_module(Store& store, std::string_view ref) {
   m.integrity = r->record.value("integrity", "");
   auto stmt = store.database().prepare("SELECT content FROM module_files WHERE id = ?1");
   if (!stmt) return std::unexpected(stmt.error());
+  std::size_t bytes_total = 0;
   for (const auto& [path, id] : r->record["files"].items()) {
     if (!id.is_string()) return fail(Errc::integrity, "the stored module record is not a module record", r->id);
     stmt->reset();
@@ -89,20 +90,17 @@ Result<modules::Module> load_module(Store& store, std::string_view ref) {
     std::string bytes = stmt->text(0);
     if (json::content_id(bytes) != id.get<std::string>())
       return fail(Errc::integrity, fmt::format("the module's file {} does not hash to its id (tampered)", path), r->id);
+    bytes_total += bytes.size();
     m.files.emplace(path, std::move(bytes));
   }
   stmt->reset();
-  return m;
+  return StoredModule{summary_of(*r, bytes_total), std::move(m)};
 }
 
-Result<ModuleSummary> module_summary(Store& store, std::string_view ref) {
-  auto m = load_module(store, ref);  // re-hashed: a summary never vouches for a tampered module
-  if (!m) return std::unexpected(m.error());
-  auto r = stored_record(store, ref);
-  if (!r) return std::unexpected(r.error());
-  std::size_t bytes = 0;
-  for (const auto& [_, b] : m->files) bytes += b.size();
-  return summary_of(*r, bytes);
+Result<modules::Module> load_module(Store& store, std::string_view ref) {
+  auto s = stored_module(store, ref);
+  if (!s) return std::unexpected(s.error());
+  return std::move(s->module);
 }
 
 Result<std::vector<ModuleSummary>> list_modules(Store& store) {
@@ -117,9 +115,9 @@ Result<std::vector<ModuleSummary>> list_modules(Store& store) {
   }
   std::vector<ModuleSummary> out;
   for (const auto& id : ids) {
-    auto s = module_summary(store, id);
+    auto s = stored_module(store, id);  // re-hashed: a summary never vouches for a tampered module
     if (s) {
-      out.push_back(std::move(*s));
+      out.push_back(std::move(s->summary));
     } else if (s.error().code == Errc::integrity) {
       ModuleSummary broken;
       broken.id = id;

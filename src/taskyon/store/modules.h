@@ -36,10 +36,15 @@ struct AddedModule {
 };
 Result<AddedModule> add_module(Store& store, const modules::Module& module);
 
-// The module with this id (or unique prefix of >= 12 hex digits), its files
-// re-hashed. Errc::not_found, Errc::ambiguous, Errc::integrity.
-Result<modules::Module> load_module(Store& store, std::string_view ref);
-Result<ModuleSummary> module_summary(Store& store, std::string_view ref);
+// The module with this id (or unique prefix of >= 12 hex digits), its record
+// and every file re-hashed once, with its summary. Errc::not_found,
+// Errc::ambiguous, Errc::integrity (naming the tampered file).
+struct StoredModule {
+  ModuleSummary summary;
+  modules::Module module;
+};
+Result<StoredModule> stored_module(Store& store, std::string_view ref);
+Result<modules::Module> load_module(Store& store, std::string_view ref);  // stored_module's module
 // Every stored module, each re-hashed: a tampered one is listed with its
 // `problem` (the others are still listed).
 Result<std::vector<ModuleSummary>> list_modules(Store& store);
