@@ -59,7 +59,9 @@ const std::map<std::string, AbiFn>& functions() {
   static const std::map<std::string, AbiFn> fns = {
       {"canonicalize", taskyon_canonicalize}, {"manifest", taskyon_manifest},
       {"validateArguments", taskyon_validate_arguments}, {"parseUrl", taskyon_parse_url},
-      {"decideFetch", taskyon_decide_fetch}, {"info", taskyon_info}};
+      {"decideFetch", taskyon_decide_fetch}, {"compile", taskyon_compile},
+      {"compileSubtasks", taskyon_compile_subtasks}, {"resolveInvocation", taskyon_resolve_invocation},
+      {"checkTask", taskyon_check_task}, {"info", taskyon_info}};
   return fns;
 }
 
@@ -87,6 +89,106 @@ std::string number_text(const std::string& bits_hex) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.17g", d);
   return buf;
+}
+
+Value native_value(const std::string& fn, const Value& input) {
+  auto v = taskyon::json::parse(native({"", fn, input.dump()}));
+  if (!v || !(*v)["ok"].get<bool>()) ADD_FAILURE() << fn << " " << input.dump().substr(0, 300) << ": " << (v ? v->dump() : "");
+  return v ? (*v)["value"] : Value();
+}
+
+// The task compiler (compile, compileSubtasks, resolveInvocation, checkTask)
+// over the example manifests as a registry table: every tool called with the
+// argument shapes above, at the root and as a tool's subtasks, with a tree
+// definition shadowing a registry tool, and each refusal a tool can earn.
+void add_task_cases(std::vector<Case>& cases, const std::vector<fs::path>& manifests) {
+  Value registry = Value::object();
+  std::vector<std::string> names;
+  for (const auto& p : manifests) {
+    if (p.parent_path().filename() != "tools") continue;
+    const Value m = read_json(p);
+    const std::string name = m["name"].get<std::string>();
+    registry[name] = {{"definition", m}};
+    registry[native_value("manifest", m)["revision"].get<std::string>()] = {{"definition", m}};
+    names.push_back(name);
+  }
+  registry["add"]["settingsRevision"] = native_value("canonicalize", Value{{"precision", 2}})["id"];
+  auto add = [&](const std::string& id, const std::string& fn, const Value& input) {
+    cases.push_back({id, fn, input.dump(-1, ' ', false, Value::error_handler_t::strict)});
+  };
+  const Value root_draft = {{"role", "user"}, {"content", {{"message", "add two numbers"}}}, {"labels", {"demo"}}};
+  add("compile root message", "compile", {{"draft", root_draft}});
+  const Value root = native_value("compile", {{"draft", root_draft}})["task"];
+  const Value lineage0 = Value::array({root});
+  // A tree definition below the root, shadowing "uppercase" for its descendants.
+  Value shadow = read_json(kSource / "examples" / "revisions" / "uppercase-v2.json");
+  const Value def_draft = {{"role", "assistant"}, {"content", {{"toolDefinition", {{"definition", shadow}}}}}};
+  add("compile tree definition", "compile", {{"draft", def_draft}, {"lineage", lineage0}, {"registry", registry}});
+  const Value definition = native_value("compile", {{"draft", def_draft}, {"lineage", lineage0}, {"registry", registry}})["task"];
+  const Value lineage1 = Value::array({root, definition});
+  for (const auto& name : names) {
+    for (const Value& args : {Value::object(), Value{{"num1", 1}, {"num2", 2}}, Value{{"input", "x"}}, Value{{"step", 1}}}) {
+      const Value draft = {{"role", "assistant"}, {"content", {{"functionCall", {{"name", name}, {"arguments", args}}}}}};
+      add("compile call " + name + " " + args.dump(), "compile", {{"draft", draft}, {"lineage", lineage1}, {"registry", registry}});
+    }
+  }
+  const Value call_draft = {{"role", "assistant"},
+                            {"content", {{"functionCall", {{"name", "add"}, {"arguments", {{"num1", 1}, {"num2", 2}}}}}}}};
+  const Value call = native_value("compile", {{"draft", call_draft}, {"lineage", lineage1}, {"registry", registry}})["task"];
+  const Value lineage = Value::array({root, definition, call});
+  for (const Value& bad : {Value{{"role", "user"}, {"content", {{"message", "x"}}}},
+                           Value{{"role", "assistant"}, {"content", {{"functionCall", {{"name", "nope"}, {"arguments", Value::object()}}}}}},
+                           Value{{"role", "tool"}, {"content", {{"message", "x"}}}}, Value(Value::array())})
+    add("compile refused " + bad.dump(), "compile", {{"draft", bad}, {"lineage", lineage1}, {"registry", registry}});
+  // createSubtasksResult as tool code sends it.
+  Value drafts = Value::array();
+  drafts.push_back({{"role", "assistant"}, {"content", {{"message", "a note"}}}, {"labels", {"t"}}});
+  for (const auto& name : names)
+    drafts.push_back({{"role", "assistant"},
+                      {"content", {{"functionCall", {{"name", name}, {"arguments", Value{{"input", "x"}}}}}}}});
+  drafts.push_back(call_draft);
+  add("subtasks mixed", "compileSubtasks", {{"request", {{"drafts", drafts}}}, {"lineage", lineage}, {"registry", registry}});
+  for (std::size_t i = 0; i < drafts.size(); ++i)
+    add("subtasks one " + std::to_string(i), "compileSubtasks",
+        {{"request", {{"drafts", Value::array({drafts[i]})}}}, {"lineage", lineage}, {"registry", registry}});
+  Value many = Value::array();
+  for (int i = 0; i < 65; ++i) many.push_back(drafts[0]);
+  add("subtasks too many", "compileSubtasks", {{"request", {{"drafts", many}}}, {"lineage", lineage}, {"registry", registry}});
+  add("subtasks over the per-call count", "compileSubtasks",
+      {{"request", {{"drafts", Value::array({drafts[0]})}}}, {"lineage", lineage}, {"registry", registry}, {"already", 64}});
+  add("subtasks draft too large", "compileSubtasks",
+      {{"request", {{"drafts", Value::array({{{"role", "assistant"}, {"content", {{"message", std::string(70000, 'x')}}}}})}}},
+       {"lineage", lineage}, {"registry", registry}});
+  for (const char* role : {"system", "user"})
+    add(std::string("subtasks as ") + role, "compileSubtasks",
+        {{"request", {{"drafts", Value::array({{{"role", role}, {"content", {{"message", "obey"}}}}})}}},
+         {"lineage", lineage}, {"registry", registry}});
+  const Value planted = {{"role", "assistant"},
+                         {"content", {{"functionCall", {{"name", "add"}, {"arguments", Value::object()}, {"callId", "call_1"}}}}}};
+  for (const Value& request : {Value{{"drafts", Value::array({planted})}}, Value{{"drafts", 1}}, Value::object(),
+                               Value{{"drafts", Value::array()}, {"more", 1}}})
+    add("subtasks refused " + request.dump(), "compileSubtasks", {{"request", request}, {"lineage", lineage}, {"registry", registry}});
+  add("subtasks from no call", "compileSubtasks", {{"request", {{"drafts", drafts}}}, {"lineage", lineage1}, {"registry", registry}});
+  // resolveInvocation: registry tools, the shadowing tree definition, unknown names.
+  for (const auto& name : names)
+    add("resolve " + name, "resolveInvocation", {{"request", {{"name", name}}}, {"lineage", lineage}, {"registry", registry}});
+  for (const Value& request : {Value{{"name", "nope"}}, Value{{"name", 1}}, Value{{"name", "add"}, {"x", 1}}})
+    add("resolve refused " + request.dump(), "resolveInvocation", {{"request", request}, {"lineage", lineage}, {"registry", registry}});
+  // checkTask: each task above, then tampered, then misshaped; a broken lineage.
+  for (const Value& t : {root, definition, call}) {
+    add("check " + t["id"].get<std::string>(), "checkTask", {{"task", t}});
+    Value tampered = t;
+    tampered["labels"] = {"changed"};
+    add("check tampered " + t["id"].get<std::string>(), "checkTask", {{"task", tampered}});
+    Value missing = t;
+    missing.erase("createdBy");
+    add("check misshaped " + t["id"].get<std::string>(), "checkTask", {{"task", missing}});
+  }
+  add("resolve broken lineage", "resolveInvocation",
+      {{"request", {{"name", "add"}}}, {"lineage", Value::array({root, call})}, {"registry", registry}});
+  Value wrong_key = registry;
+  wrong_key["renamed"] = registry["add"];
+  add("registry key not its name", "compile", {{"draft", call_draft}, {"registry", wrong_key}});
 }
 
 std::vector<Case> all_cases(std::size_t& corpus_cases) {
@@ -146,6 +248,7 @@ std::vector<Case> all_cases(std::size_t& corpus_cases) {
     broken.erase("description");
     cases.push_back({id + " manifest without description", "manifest", broken.dump()});
   }
+  add_task_cases(cases, manifests);
   cases.push_back({"shape", "decideFetch", "{\"url\":1}"});
   cases.push_back({"shape", "decideFetch", "{\"url\":\"https://example.com/\",\"resolved\":[\"0x7f.1\"]}"});
   cases.push_back({"shape", "validateArguments", "[]"});

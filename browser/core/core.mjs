@@ -25,6 +25,10 @@
  * @property {(text: string) => CoreAnswer} validateArguments
  * @property {(text: string) => CoreAnswer} parseUrl
  * @property {(text: string) => CoreAnswer} decideFetch
+ * @property {(text: string) => CoreAnswer} compile
+ * @property {(text: string) => CoreAnswer} compileSubtasks
+ * @property {(text: string) => CoreAnswer} resolveInvocation
+ * @property {(text: string) => CoreAnswer} checkTask
  * @property {(text: string) => CoreAnswer} info
  * @property {Record<string, (text: string) => string>} raw
  * @property {() => number} instances  how many instances were made (1 + one per trap)
@@ -38,6 +42,10 @@ export const FUNCTIONS = Object.freeze({
   validateArguments: 'taskyon_validate_arguments',
   parseUrl: 'taskyon_parse_url',
   decideFetch: 'taskyon_decide_fetch',
+  compile: 'taskyon_compile',
+  compileSubtasks: 'taskyon_compile_subtasks',
+  resolveInvocation: 'taskyon_resolve_invocation',
+  checkTask: 'taskyon_check_task',
   info: 'taskyon_info',
 });
 

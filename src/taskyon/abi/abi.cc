@@ -5,6 +5,9 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -15,6 +18,9 @@
 #include "taskyon/json/json.h"
 #include "taskyon/registry/manifest.h"
 #include "taskyon/registry/schema.h"
+#include "taskyon/tasks/compiler.h"
+#include "taskyon/tasks/task.h"
+#include "taskyon/tasks/tool_requests.h"
 
 namespace {
 
@@ -23,6 +29,7 @@ using taskyon::Error;
 using taskyon::json::Value;
 namespace cap = taskyon::capability;
 namespace reg = taskyon::registry;
+namespace tasks = taskyon::tasks;
 
 // Sorted members (nlohmann's std::map), no invalid UTF-8 can stop the dump.
 std::string dump(const Value& v) { return v.dump(-1, ' ', false, Value::error_handler_t::replace); }
@@ -165,13 +172,152 @@ taskyon::Result<Value> rule_decide_fetch(const Value& in) {
   return out;
 }
 
+// ---------------------------------------------------------------- the task compiler
+
+// The registry as a table the caller read from its store:
+// {REF: {"definition": MANIFEST, "settingsRevision"?: "sha256:…"}}, REF a
+// tool name (its active binding) or a full revision id. A REF not in it is
+// not_found, as in a store without it.
+taskyon::Result<tasks::ToolResolver> table_resolver(const Value& in) {
+  auto it = in.find("registry");
+  if (it == in.end()) return tasks::ToolResolver([](std::string_view ref) -> taskyon::Result<tasks::ResolvedTool> {
+    return taskyon::fail(Errc::not_found, "no tool \"" + std::string(ref) + "\" in the registry");
+  });
+  if (!it->is_object()) return shape("\"registry\" must be an object {REF: {definition, settingsRevision?}}", "/registry");
+  auto tools = std::make_shared<std::map<std::string, tasks::ResolvedTool, std::less<>>>();
+  for (const auto& [ref, entry] : it->items()) {
+    const std::string at = "/registry/" + ref;
+    if (!entry.is_object() || !entry.contains("definition"))
+      return shape("a registry entry is {definition, settingsRevision?}", at);
+    for (const auto& [key, _] : entry.items())
+      if (key != "definition" && key != "settingsRevision") return shape("unknown field \"" + key + "\"", at + "/" + key);
+    auto m = reg::parse_manifest(entry["definition"]);
+    if (!m) return std::unexpected(m.error());
+    auto id = reg::revision_id(*m);
+    if (!id) return std::unexpected(id.error());
+    if (ref != m->name && ref != *id)
+      return shape("a registry entry's key is its tool's name or its revision id (" + *id + ")", at);
+    std::string settings = reg::empty_settings_revision();
+    if (auto sr = entry.find("settingsRevision"); sr != entry.end()) {
+      if (!sr->is_string() || !taskyon::json::is_content_id(sr->get_ref<const std::string&>()))
+        return shape("settingsRevision must be a \"sha256:…\" id", at + "/settingsRevision");
+      settings = sr->get<std::string>();
+    }
+    tools->insert_or_assign(ref, tasks::ResolvedTool{*id, std::move(settings), std::move(*m)});
+  }
+  return tasks::ToolResolver([tools](std::string_view ref) -> taskyon::Result<tasks::ResolvedTool> {
+    if (auto found = tools->find(ref); found != tools->end()) return found->second;
+    return taskyon::fail(Errc::not_found, "no tool \"" + std::string(ref) + "\" in the registry");
+  });
+}
+
+// "lineage": [TASK…] in task JSON, root first, each one's parentId the one
+// before it; every task re-hashed (tasks::parse_task).
+taskyon::Result<std::vector<tasks::Task>> lineage_member(const Value& in, bool required) {
+  auto it = in.find("lineage");
+  std::vector<tasks::Task> out;
+  if (it == in.end()) {
+    if (required) return shape("the input needs \"lineage\" (the call's tasks, root first, the call last)", "/lineage");
+    return out;
+  }
+  if (!it->is_array()) return shape("\"lineage\" must be an array of tasks, root first", "/lineage");
+  for (std::size_t i = 0; i < it->size(); ++i) {
+    const std::string at = "/lineage/" + std::to_string(i);
+    auto t = tasks::parse_task((*it)[i]);
+    if (!t) return taskyon::fail(t.error().code, t.error().message, at + t.error().where);
+    const std::optional<std::string> parent = out.empty() ? std::nullopt : std::optional<std::string>(out.back().id);
+    if (t->parent_id != parent)
+      return shape(out.empty() ? "the lineage starts at a root (parentId null)" : "each task's parentId is the id of the one before it",
+                   at + "/parentId");
+    out.push_back(std::move(*t));
+  }
+  if (required && out.empty()) return shape("\"lineage\" needs at least the call", "/lineage");
+  return out;
+}
+
+Value refusal_value(const tasks::ToolRequestRefusal& r) {
+  return Value{{"refused", {{"code", r.code}, {"message", r.message}, {"detail", r.detail}}}};
+}
+
+// The call a request came from: the lineage's last task, a pinned function call.
+taskyon::Result<tasks::Provenance> calling(const std::vector<tasks::Task>& lineage) {
+  const tasks::Task& call = lineage.back();
+  auto kind = tasks::content_kind(call.content);
+  if (!kind || *kind != "functionCall" || !call.tool_revision)
+    return shape("the lineage's last task must be the function call making the request (pinned)", "/lineage");
+  return tasks::Provenance{call.id, *call.tool_revision};
+}
+
+taskyon::Result<Value> rule_compile(const Value& in) {
+  if (!in.is_object()) return shape("the input must be a JSON object", "");
+  auto draft_it = in.find("draft");
+  if (draft_it == in.end()) return shape("the input needs \"draft\" ({role, content, labels?})", "/draft");
+  auto registry = table_resolver(in);
+  if (!registry) return std::unexpected(registry.error());
+  auto lineage = lineage_member(in, false);
+  if (!lineage) return std::unexpected(lineage.error());
+  auto draft = tasks::parse_draft(*draft_it, "/draft");
+  if (!draft) return std::unexpected(draft.error());
+  auto compiled = tasks::compile(*draft, tasks::Scope{std::move(*lineage), std::move(*registry)});
+  if (!compiled) return std::unexpected(compiled.error());
+  Value tool;
+  if (compiled->tool)
+    tool = Value{{"revision", compiled->tool->tool.revision},
+                 {"settingsRevision", compiled->tool->tool.settings_revision},
+                 {"name", compiled->tool->tool.manifest.name},
+                 {"definedAt", compiled->tool->defined_at ? Value(*compiled->tool->defined_at) : Value()}};
+  return Value{{"task", tasks::task_json(compiled->task)}, {"tool", std::move(tool)}};
+}
+
+taskyon::Result<Value> rule_compile_subtasks(const Value& in) {
+  if (!in.is_object()) return shape("the input must be a JSON object", "");
+  auto request = in.find("request");
+  if (request == in.end()) return shape("the input needs \"request\" (the tool's {drafts})", "/request");
+  std::size_t already = 0;
+  if (auto a = in.find("already"); a != in.end()) {
+    if (!a->is_number_unsigned()) return shape("\"already\" must be a count of subtasks", "/already");
+    already = a->get<std::size_t>();
+  }
+  auto registry = table_resolver(in);
+  if (!registry) return std::unexpected(registry.error());
+  auto lineage = lineage_member(in, true);
+  if (!lineage) return std::unexpected(lineage.error());
+  auto by = calling(*lineage);
+  if (!by) return std::unexpected(by.error());
+  auto compiled = tasks::compile_tool_drafts(*request, *by, tasks::Scope{std::move(*lineage), std::move(*registry)}, already);
+  if (!compiled) return refusal_value(compiled.error());
+  Value out = Value::array();
+  for (const auto& t : *compiled) out.push_back(tasks::task_json(t));
+  return Value{{"tasks", std::move(out)}};
+}
+
+taskyon::Result<Value> rule_resolve_invocation(const Value& in) {
+  if (!in.is_object()) return shape("the input must be a JSON object", "");
+  auto request = in.find("request");
+  if (request == in.end()) return shape("the input needs \"request\" (the tool's {name})", "/request");
+  auto registry = table_resolver(in);
+  if (!registry) return std::unexpected(registry.error());
+  auto lineage = lineage_member(in, true);
+  if (!lineage) return std::unexpected(lineage.error());
+  auto found = tasks::resolve_invocation(*request, *lineage, *registry);
+  if (!found) return refusal_value(found.error());
+  return Value{{"tool", found->tool.revision}, {"settingsRevision", found->tool.settings_revision}};
+}
+
+taskyon::Result<Value> rule_check_task(const Value& in) {
+  if (!in.is_object() || !in.contains("task")) return shape("the input needs \"task\" (a task in its JSON form)", "/task");
+  auto t = tasks::parse_task(in["task"]);
+  if (!t) return taskyon::fail(t.error().code, t.error().message, "/task" + t.error().where);
+  return Value{{"task", tasks::task_json(*t)}};
+}
+
 taskyon::Result<Value> rule_info(const Value&) {
 #if defined(__wasm__)
   const char* build = "wasm32-wasi";
 #else
   const char* build = "native";
 #endif
-  return Value{{"abi", 1}, {"idna", true}, {"build", build}};
+  return Value{{"abi", 2}, {"idna", true}, {"build", build}};
 }
 
 }  // namespace
@@ -193,6 +339,16 @@ char* taskyon_parse_url(const char* in, size_t in_len, size_t* out_len) {
 }
 char* taskyon_decide_fetch(const char* in, size_t in_len, size_t* out_len) {
   return answer(in, in_len, out_len, rule_decide_fetch);
+}
+char* taskyon_compile(const char* in, size_t in_len, size_t* out_len) { return answer(in, in_len, out_len, rule_compile); }
+char* taskyon_compile_subtasks(const char* in, size_t in_len, size_t* out_len) {
+  return answer(in, in_len, out_len, rule_compile_subtasks);
+}
+char* taskyon_resolve_invocation(const char* in, size_t in_len, size_t* out_len) {
+  return answer(in, in_len, out_len, rule_resolve_invocation);
+}
+char* taskyon_check_task(const char* in, size_t in_len, size_t* out_len) {
+  return answer(in, in_len, out_len, rule_check_task);
 }
 char* taskyon_info(const char* in, size_t in_len, size_t* out_len) { return answer(in, in_len, out_len, rule_info); }
 

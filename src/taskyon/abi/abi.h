@@ -34,7 +34,25 @@
 //                    the CLI's `resolved` list is not echoed. With "resolved",
 //                    decide_url() on those answers; without it,
 //                    decide_url_unresolved() (a browser cannot resolve names).
-//   info             anything -> {"abi": 1, "idna": bool, "build": "native"|"wasm32-wasi"}
+//   compile          {"draft": {role, content, labels?}, "lineage"?: [TASK…], "registry"?: TABLE}
+//                    -> {"task": TASK, "tool": null | {"revision","settingsRevision","name","definedAt"}}
+//                    (tasks/compiler.h: the draft compiled below the lineage's last task, a
+//                    function call pinned to the tool it resolves to, T1, T4-T7)
+//   compile_subtasks {"request": {"drafts": […]}, "lineage": [TASK…, CALL], "registry"?: TABLE,
+//                    "already"?: N} -> {"tasks": [TASK…]} | {"refused": {"code","message","detail"}}
+//                    (tasks/tool_requests.h, M14: createSubtasksResult as the CLI decides it;
+//                    the settingsRevision shown to tool code is the host's to replace, M15)
+//   resolve_invocation {"request": {"name"}, "lineage": [TASK…, CALL], "registry"?: TABLE}
+//                    -> {"tool","settingsRevision"} | {"refused": {…}} (M15; the host shows the
+//                    tool an opaque identity of the settings revision, never the revision)
+//   check_task       {"task": TASK} -> {"task": TASK} (tasks::parse_task: shape, T3, and the id
+//                    re-hashed, T4; a task a store read back)
+//                    TASK is tasks::task_json's form; a lineage is root first, each task's
+//                    parentId the one before it, each re-hashed. TABLE is the registry as the
+//                    caller read it: {REF: {"definition": MANIFEST, "settingsRevision"?}}, REF a
+//                    tool name (its active binding) or a full revision id; a REF it lacks is
+//                    not_found; settingsRevision defaults to the empty settings' id.
+//   info             anything -> {"abi": 2 (compile, compile_subtasks, resolve_invocation, check_task since 2), "idna": bool, "build": "native"|"wasm32-wasi"}
 //
 // Input limits are json/parse.h's defaults (nesting depth, text size); `in`
 // may be null only with in_len 0 (empty text: invalid_json); `out_len` may be
@@ -62,6 +80,10 @@ char* taskyon_manifest(const char* in, size_t in_len, size_t* out_len);
 char* taskyon_validate_arguments(const char* in, size_t in_len, size_t* out_len);
 char* taskyon_parse_url(const char* in, size_t in_len, size_t* out_len);
 char* taskyon_decide_fetch(const char* in, size_t in_len, size_t* out_len);
+char* taskyon_compile(const char* in, size_t in_len, size_t* out_len);
+char* taskyon_compile_subtasks(const char* in, size_t in_len, size_t* out_len);
+char* taskyon_resolve_invocation(const char* in, size_t in_len, size_t* out_len);
+char* taskyon_check_task(const char* in, size_t in_len, size_t* out_len);
 char* taskyon_info(const char* in, size_t in_len, size_t* out_len);
 
 #ifdef __cplusplus

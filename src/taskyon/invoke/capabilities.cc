@@ -276,70 +276,41 @@ CapabilityReply HostCapabilities::fetch(const json::Value& args, const sandbox::
 }
 
 CapabilityReply HostCapabilities::create_subtasks(const json::Value& args) {
-  if (!args.contains("drafts") || !args["drafts"].is_array() || args.size() != 1)
-    return invalid("createSubtasksResult takes exactly {drafts: [...]}");
-  const auto& drafts = args["drafts"];
-  const std::string target = fmt::format("{} draft(s)", drafts.size());
-  if (subtasks_.size() + drafts.size() > kMaxSubtasks) {
-    const std::string why = fmt::format("a call may create at most {} subtasks", kMaxSubtasks);
-    audit("createSubtasksResult", target, "", false, why);
-    return CapabilityReply::failure("too_large", why);
-  }
-  std::vector<tasks::Task> compiled;
-  auto out = json::Value::array();
+  const std::string target =
+      args.contains("drafts") && args["drafts"].is_array() ? fmt::format("{} draft(s)", args["drafts"].size()) : "";
   const tasks::Scope scope{lineage_, store_.resolver()};
-  for (std::size_t i = 0; i < drafts.size(); ++i) {
-    const std::string at = fmt::format("/drafts/{}", i);
-    if (drafts[i].dump().size() > kMaxDraftBytes) {
-      const std::string why = fmt::format("draft {} is larger than {} bytes", i, kMaxDraftBytes);
-      audit("createSubtasksResult", target, "", false, why);
-      return CapabilityReply::failure("too_large", why);
-    }
-    auto draft = tasks::parse_draft(drafts[i], at);
-    // DESIGN §6: tool code speaks as a tool, never as the system or the user.
-    if (draft && (draft->role == tasks::Role::system || draft->role == tasks::Role::user)) {
-      const std::string why = fmt::format("{}/role: tool code cannot create {} tasks (only assistant ones, marked as "
-                                          "made by this call)",
-                                          at, tasks::role_name(draft->role));
-      audit("createSubtasksResult", target, "", false, why);
-      return invalid(why);
-    }
-    if (draft) draft->created_by = tasks::Provenance{call_.id, revision_};  // hashed into the id
-    auto task = draft ? tasks::compile(*draft, scope) : Result<tasks::Compiled>(std::unexpected(draft.error()));
-    if (!task) {
-      const std::string why = task.error().describe();
-      audit("createSubtasksResult", target, "", false, why);
-      return invalid(why);
-    }
-    auto shown = tasks::task_json(task->task);
-    if (task->task.settings_revision) {  // M15: the opaque identity, never the settings' content address
-      auto identity = store::settings_identity(store_, task->task.tool_revision.value_or(""), *task->task.settings_revision);
+  auto compiled = tasks::compile_tool_drafts(args, tasks::Provenance{call_.id, revision_}, scope, subtasks_.size());
+  if (!compiled) {
+    if (!target.empty()) audit("createSubtasksResult", target, "", false, compiled.error().detail);
+    return CapabilityReply::failure(compiled.error().code, compiled.error().message);
+  }
+  auto out = json::Value::array();
+  for (const auto& task : *compiled) {
+    auto shown = tasks::task_json(task);
+    if (task.settings_revision) {  // M15: the opaque identity, never the settings' content address
+      auto identity = store::settings_identity(store_, task.tool_revision.value_or(""), *task.settings_revision);
       if (!identity) return CapabilityReply::failure("denied", "the host could not consult its store: " + identity.error().message);
       shown["settingsRevision"] = *identity;
     }
     out.push_back(std::move(shown));
-    compiled.push_back(std::move(task->task));
   }
-  for (auto& t : compiled) subtasks_.push_back(std::move(t));
+  for (auto& t : *compiled) subtasks_.push_back(std::move(t));
   audit("createSubtasksResult", target, "", true, fmt::format("compiled as children of {}", call_.id));
   return CapabilityReply::success(std::move(out));
 }
 
 CapabilityReply HostCapabilities::resolve_invocation(const json::Value& args) {
-  if (!args.contains("name") || !args["name"].is_string() || args.size() != 1)
-    return invalid("resolveInvocation takes exactly {name: string}");
-  const std::string name = args["name"].get<std::string>();
-  auto found = tasks::resolve_in_scope(name, lineage_, store_.resolver());
+  auto found = tasks::resolve_invocation(args, lineage_, store_.resolver());
   if (!found) {
-    audit("resolveInvocation", name, "", false, found.error().message);
-    return CapabilityReply::failure("not_found", fmt::format("no tool named \"{}\" is visible to this call", name));
+    if (found.error().code == "not_found") audit("resolveInvocation", args["name"].get<std::string>(), "", false, found.error().detail);
+    return CapabilityReply::failure(found.error().code, found.error().message);
   }
   // M15: the tool revision and an opaque settings identity (store/settings.h):
   // never the manifest, code, settings values, nor the settings' content
   // address, which a tool could compare with hashes of guesses.
   auto identity = store::settings_identity(store_, found->tool.revision, found->tool.settings_revision);
   if (!identity) return CapabilityReply::failure("denied", "the host could not consult its store: " + identity.error().message);
-  audit("resolveInvocation", name, "", true, fmt::format("resolved to {}", found->tool.revision));
+  audit("resolveInvocation", args["name"].get<std::string>(), "", true, fmt::format("resolved to {}", found->tool.revision));
   return CapabilityReply::success({{"tool", found->tool.revision}, {"settings", *identity}});
 }
 

@@ -29,11 +29,12 @@
 #include "taskyon/sandbox/pool.h"
 #include "taskyon/store/store.h"
 #include "taskyon/tasks/task.h"
+#include "taskyon/tasks/tool_requests.h"
 
 namespace taskyon::invoke {
 
-inline constexpr std::size_t kMaxSubtasks = 64;             // drafts per call, all requests together
-inline constexpr std::size_t kMaxDraftBytes = 64u << 10;   // one draft's JSON, bytes
+inline constexpr std::size_t kMaxSubtasks = tasks::kMaxSubtasks;      // drafts per call (tasks/tool_requests.h)
+inline constexpr std::size_t kMaxDraftBytes = tasks::kMaxDraftBytes;  // one draft's JSON, bytes
 // Audit rows one call writes one by one; past it, the decisions are still
 // made but counted, and one last row (capability "audit.more") says how many
 // more were refused and allowed (issue 12.7: a tool cannot fill the disk).

@@ -84,6 +84,62 @@ Result<Provenance> parse_provenance(const json::Value& v) {
   return Provenance{v["task"].get<std::string>(), v["revision"].get<std::string>()};
 }
 
+Result<Task> parse_task(const json::Value& v) {
+  static constexpr const char* kMembers[] = {"id", "parentId", "role", "state", "labels",
+                                             "content", "toolRevision", "settingsRevision", "createdBy"};
+  if (!v.is_object()) return fail(Errc::invalid_task, "a task must be an object (its task JSON form)", "");
+  for (const auto& [key, _] : v.items()) {
+    bool known = false;
+    for (const char* m : kMembers) known = known || key == m;
+    if (!known) return fail(Errc::invalid_task, fmt::format("unknown field \"{}\"", key), "/" + key);
+  }
+  for (const char* m : kMembers)
+    if (!v.contains(m)) return fail(Errc::invalid_task, fmt::format("a task needs \"{}\" (null when absent)", m), std::string("/") + m);
+  auto text = [&](const char* m, bool nullable) -> Result<std::optional<std::string>> {
+    const auto& x = v[m];
+    if (x.is_null() && nullable) return std::optional<std::string>();
+    if (!x.is_string() || !json::is_content_id(x.get_ref<const std::string&>()))
+      return fail(Errc::invalid_task, fmt::format("{} must be a \"sha256:…\" id{}", m, nullable ? " or null" : ""),
+                  std::string("/") + m);
+    return std::optional<std::string>(x.get<std::string>());
+  };
+  Task t;
+  auto id = text("id", false);
+  if (!id) return std::unexpected(id.error());
+  t.id = **id;
+  for (auto [member, slot] : {std::pair{"parentId", &t.parent_id}, std::pair{"toolRevision", &t.tool_revision},
+                              std::pair{"settingsRevision", &t.settings_revision}}) {
+    auto x = text(member, true);
+    if (!x) return std::unexpected(x.error());
+    *slot = std::move(*x);
+  }
+  if (!v["role"].is_string()) return fail(Errc::invalid_task, "role must be system, user, assistant or tool", "/role");
+  auto role = parse_role(v["role"].get_ref<const std::string&>());
+  if (!role) return fail(Errc::invalid_task, role.error().message, "/role");
+  t.role = *role;
+  if (!v["state"].is_string()) return fail(Errc::invalid_task, "state must be a string", "/state");
+  auto state = parse_state(v["state"].get_ref<const std::string&>());
+  if (!state) return fail(Errc::invalid_task, state.error().message, "/state");
+  t.state = *state;
+  if (!v["labels"].is_array()) return fail(Errc::invalid_task, "labels must be an array of strings", "/labels");
+  for (const auto& l : v["labels"]) {
+    if (!l.is_string()) return fail(Errc::invalid_task, "labels must be an array of strings", "/labels");
+    t.labels.push_back(l.get<std::string>());
+  }
+  t.content = v["content"];
+  if (!v["createdBy"].is_null()) {
+    auto by = parse_provenance(v["createdBy"]);
+    if (!by) return std::unexpected(by.error());
+    t.created_by = std::move(*by);
+  }
+  if (auto ok = check_invariants(t); !ok) {
+    // check_invariants names the task in `where`; here `where` is a pointer into `v`.
+    const bool pointer = !ok.error().where.empty() && ok.error().where.front() == '/';
+    return fail(ok.error().code, ok.error().message, pointer ? ok.error().where : "");
+  }
+  return t;
+}
+
 json::Value identity(const Task& task) {
   json::Value id = {{"role", role_name(task.role)}, {"content", task.content}};
   if (task.parent_id) id["parentId"] = *task.parent_id;

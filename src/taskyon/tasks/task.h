@@ -87,6 +87,12 @@ json::Value identity(const Task& task);
 // (absent ids and provenance null).
 json::Value task_json(const Task& task);
 
+// A task from its task_json form (every member present, absent ones null),
+// checked as persistence checks it (check_invariants): Errc::invalid_task for
+// the shape (`where` its JSON pointer), Errc::integrity for an id that is not
+// the hash of the identity.
+Result<Task> parse_task(const json::Value& value);
+
 // content_id_of(identity(task)).
 Result<std::string> compute_id(const Task& task);
 
