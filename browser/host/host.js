@@ -47,10 +47,13 @@ export class SandboxHost {
    * @param {URL|string} [o.pyodideBase] folder of Pyodide's core files (python.js checks each by its id)
    * @param {(request: {op: string, key: string, json: string|null}, who: {revision: string, tool: string}) => Promise<any>} [o.storage]
    *        context.storage for tool code (store.js storageCapability(store)); default: every operation denied
+   * @param {(request: {op: string, json: string}, who: {revision: string, tool: string, task: string|null, already: number}) => Promise<any>} [o.tasks]
+   *        context.createSubtasksResult and context.resolveInvocation (tasks.js taskCapability(store, core)); default: denied
    */
   constructor(o = {}) {
     this._decide = o.decide || refuseAll;
     this._storage = o.storage || null;
+    this._tasks = o.tasks || null;
     this._assetsBase = new URL(o.assetsBase || '../sandbox/', import.meta.url);
     this._fetchOptions = o.fetchOptions || {};
     this._egress = o.egress ? egressOptions(o.egress) : null;
@@ -102,7 +105,7 @@ export class SandboxHost {
   async _create(tool, revision, session, code, runtime = 'js') {
     const sb = new Sandbox({
       assets: runtime === 'python' ? await this.pythonAssets() : await this.assets(), code, tool, revision, session, decide: this._decide,
-      fetchOptions: this._fetchOptions, egress: this._egress, storage: this._storage, container: this._container, testing: this._testing,
+      fetchOptions: this._fetchOptions, egress: this._egress, storage: this._storage, tasks: this._tasks, container: this._container, testing: this._testing,
       onDestroy: (s, reason, detail, wasRunning) => {
         this._live.delete(s);
         const key = keyOf(s.revision, s.session);
@@ -120,7 +123,8 @@ export class SandboxHost {
   /**
    * Runs one call of a tool revision.
    * @param {{tool: string, revision: string, session?: string, code: string, args?: unknown,
-   *          timeoutMs?: number, disposable?: boolean, signal?: AbortSignal, runtime?: 'js'|'python'}} c
+   *          timeoutMs?: number, disposable?: boolean, signal?: AbortSignal, runtime?: 'js'|'python', task?: string}} c
+   *   task: the call's task id in the browser store (store.compileCall), for createSubtasksResult and resolveInvocation
    *   runtime 'python': code is Python source run by Pyodide (python.js, docs/browser.md "Browser Python")
    * @returns {Promise<{ok: boolean, value?: unknown, error?: {code: string, message: string}, logs: object[], sandbox?: number}>}
    *   error.code is the destruction reason when the sandbox was destroyed, the thrown
@@ -228,7 +232,7 @@ export class SandboxHost {
 function keyOf(revision, session) { return JSON.stringify([revision, session]); }
 
 async function runOn(sb, c, timeoutMs) {
-  const r = await sb.run(c.args ?? {}, { timeoutMs, signal: c.signal });
+  const r = await sb.run(c.args ?? {}, { timeoutMs, signal: c.signal, task: typeof c.task === 'string' ? c.task : null });
   return { ...r, sandbox: sb.id };
 }
 

@@ -67,6 +67,9 @@ export class Sandbox {
    * @param {(request: {op: string, key: string, json: string|null}, who: {revision: string, tool: string}) =>
    *         Promise<{ok: true, json: string} | {ok: false, code: string, message: string}>} [o.storage]
    *        context.storage's decisions (store.js storageCapability); absent: every operation is denied
+   * @param {(request: {op: string, json: string}, who: {revision: string, tool: string, task: string|null, already: number}) =>
+   *         Promise<{ok: true, json: string, created: number} | {ok: false, code: string, message: string}>} [o.tasks]
+   *        createSubtasksResult and resolveInvocation (tasks.js taskCapability); absent: both denied
    * @param {(sb: Sandbox, reason: string, detail: string, wasRunning: boolean) => void} o.onDestroy
    * @param {Element} o.container where the iframe goes
    * @param {{stripCsp?: boolean, cspLayers?: string, keepIframeOnDestroy?: boolean, omitAddressSpace?: boolean}} [o.testing]
@@ -182,6 +185,8 @@ export class Sandbox {
       this._onFetch(m);
     } else if (m.t === 'storage') {
       this._onStorage(m);
+    } else if (m.t === 'task') {
+      this._onTask(m);
     }
   }
 
@@ -213,6 +218,25 @@ export class Sandbox {
     if (this._call !== call || this.state !== 'busy') return;
     this.port.postMessage(r.ok ? { t: 'storage_result', id: call.id, req: m.req, ok: true, json: String(r.json) }
       : { t: 'storage_result', id: call.id, req: m.req, ok: false, code: String(r.code), message: String(r.message) });
+  }
+
+  // createSubtasksResult and resolveInvocation (M14, M15): decided in the host page by o.tasks
+  // (tasks.js taskCapability) for this sandbox's revision and tool (M3) and the call's task.
+  async _onTask(m) {
+    const call = this._admitRequest(m);
+    if (!call) return;
+    let r;
+    try {
+      r = this._o.tasks
+        ? await this._o.tasks({ op: m.op, json: m.json }, { revision: this.revision, tool: this.tool, task: call.task, already: call.subtasks })
+        : { ok: false, code: 'denied', message: `this page offers no ${m.op} to tool code` };
+    } catch (e) {
+      r = { ok: false, code: 'denied', message: `the page's ${m.op} failed: ` + String(e && e.message) };
+    }
+    if (r.ok) call.subtasks += Number(r.created) || 0;
+    if (this._call !== call || this.state !== 'busy') return;
+    this.port.postMessage(r.ok ? { t: 'task_result', id: call.id, req: m.req, ok: true, json: String(r.json) }
+      : { t: 'task_result', id: call.id, req: m.req, ok: false, code: String(r.code), message: String(r.message) });
   }
 
   async _onFetch(m) {
@@ -267,14 +291,15 @@ export class Sandbox {
 
   /**
    * Runs one call (the host serializes calls; a second concurrent call is refused).
-   * @param {unknown} args @param {{timeoutMs: number, signal?: AbortSignal}} opts
+   * @param {unknown} args @param {{timeoutMs: number, signal?: AbortSignal, task?: string|null}} opts  task: the call's task id in the store (M14, M15)
    * @returns {Promise<{ok: boolean, value?: unknown, error?: {code: string, name?: string, message: string}, logs: object[],
    *                    sandboxKept?: boolean, deadline?: number}>}  deadline: performance.now() of the timeout
    */
-  run(args, { timeoutMs, signal }) {
+  run(args, { timeoutMs, signal, task = null }) {
     if (this.state !== 'ready') return Promise.resolve({ ok: false, error: { code: 'not_ready', message: 'sandbox is ' + this.state }, logs: [] });
     return new Promise((resolve) => {
-      const call = { id: this._nextCallId++, resolve, logs: [], requests: new Set(), controller: new AbortController(), signal };
+      const call = { id: this._nextCallId++, resolve, logs: [], requests: new Set(), controller: new AbortController(), signal,
+        task, subtasks: 0 };
       this._call = call;
       this.state = 'busy';
       call.timer = setTimeout(() => this.destroy('timeout', `the call ran longer than ${timeoutMs} ms`), timeoutMs);

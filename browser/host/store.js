@@ -13,6 +13,10 @@
 // * tool storage (S7): data per tool name and key, reachable only through a
 //   storage grant of the calling revision, with the CLI's quotas
 //   (storageCapability);
+// * tasks by content id (T4), each re-hashed by the wasm core on read, and tool
+//   settings revisions bound per tool name (as the CLI's tycli settings), for
+//   the tree capabilities (tasks.js: createSubtasksResult M14, resolveInvocation
+//   M15) and compileCall;
 // * an append-only audit log and the sandbox log: the API has no way to change
 //   or delete a row.
 // Ids come from the wasm core (core.manifest), never from a JS re-write of R1.
@@ -43,20 +47,28 @@ function done(r) {
 export class BrowserStore {
   /**
    * @param {IDBDatabase} db
-   * @param {{manifest: (text: string) => any, canonicalize: (text: string) => any}} core the wasm core
+   * @param {{manifest: (text: string) => any, canonicalize: (text: string) => any, compile: (text: string) => any, checkTask: (text: string) => any}} core the wasm core
    *        (browser/core/core.mjs instantiate())
    */
   constructor(db, core) { this._db = db; this._core = core; }
 
   /**
    * Opens (creating on first use) the store `name` of this origin.
-   * @param {string} name @param {{core: {manifest: (text: string) => any, canonicalize: (text: string) => any}}} o
+   * @param {string} name @param {{core: {manifest: (text: string) => any, canonicalize: (text: string) => any, compile: (text: string) => any, checkTask: (text: string) => any}}} o
    */
   static async open(name, o) {
     if (!o || !o.core) throw new StoreError('bad_request', 'the browser store needs the wasm core (ids are its, R1)');
-    const req = indexedDB.open(name, 1);
-    req.onupgradeneeded = () => {
+    const req = indexedDB.open(name, 2);
+    req.onupgradeneeded = (event) => {
       const db = req.result;
+      if (event.oldVersion < 2) {  // version 2: the task tree and settings (createSubtasksResult, resolveInvocation)
+        db.createObjectStore('tasks', { keyPath: 'id' });
+        db.createObjectStore('settings', { keyPath: 'id' });
+        db.createObjectStore('settings_bindings', { keyPath: 'name' });
+        db.createObjectStore('settings_history', { keyPath: 'seq', autoIncrement: true });
+        db.createObjectStore('meta', { keyPath: 'name' });
+      }
+      if (event.oldVersion >= 1) return;
       db.createObjectStore('revisions', { keyPath: 'id' });
       db.createObjectStore('bindings', { keyPath: 'name' });
       for (const s of ['history', 'audit', 'sandbox_log']) db.createObjectStore(s, { keyPath: 'seq', autoIncrement: true });
@@ -239,6 +251,132 @@ export class BrowserStore {
     return { ok: true, json: 'null' };
   }
 
+  // ------------------------------------------------------------------ tasks and settings
+
+  /**
+   * Stores tasks (task JSON, as the wasm core compiled them), each checked by the core (T4: its id
+   * is the hash of its identity); a task's parent must be stored or come earlier in `tasks`. A task
+   * already stored is left as it is. StoreError bad_request for a task the core refuses.
+   */
+  async putTasks(tasks) {
+    const known = new Set();
+    for (const t of tasks) {
+      const checked = this._core.checkTask(JSON.stringify({ task: t }));
+      if (!checked.ok) throw new StoreError('bad_request', `not a valid task: ${checked.error.code}: ${checked.error.message} (${checked.error.where})`);
+      const task = checked.value.task;
+      if (task.parentId !== null && !known.has(task.parentId) && !(await done(this._os('tasks').get(task.parentId)))) {
+        throw new StoreError('bad_request', `task ${task.id}: its parent ${task.parentId} is not in the store`);
+      }
+      known.add(task.id);
+      if (!(await done(this._os('tasks').get(task.id)))) await done(this._os('tasks', 'readwrite').add({ id: task.id, task: JSON.stringify(task), at: Date.now() }));
+    }
+  }
+
+  /** A stored task, re-hashed on read: StoreError not_found, or tampered. @returns {Promise<any>} task JSON */
+  async task(id) {
+    const row = await done(this._os('tasks').get(String(id)));
+    if (!row) throw new StoreError('not_found', `no task ${id} in the browser store`);
+    let checked = null;
+    try { checked = this._core.checkTask(`{"task":${row.task}}`); } catch { /* unparsable: tampered */ }
+    if (!checked || !checked.ok || checked.value.task.id !== row.id) {
+      throw new StoreError('tampered', `task ${row.id} was changed in the store: ${checked && !checked.ok ? checked.error.message : 'its row is not a task'} (T4)`);
+    }
+    return checked.value.task;
+  }
+
+  /** The task `id` and its ancestors, root first, each re-hashed. @returns {Promise<any[]>} */
+  async lineage(id) {
+    const out = [];
+    for (let at = String(id); at !== null; at = out[out.length - 1].parentId) {
+      if (out.length >= 10000) throw new StoreError('tampered', `task ${id} has more than 10000 ancestors`);
+      out.push(await this.task(at));
+    }
+    return out.reverse();
+  }
+
+  /** Binds tool `name` to the settings `value` (a JSON object); its revision is the core's content id. */
+  async setSettings(name, value) {
+    if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new StoreError('bad_request', 'settings are a JSON object');
+    const c = this._core.canonicalize(JSON.stringify(value));
+    if (!c.ok) throw new StoreError('bad_request', `the settings cannot be stored: ${c.error.message}`);
+    if (utf8Length(c.value.canonical) > 256 * 1024) throw new StoreError('bad_request', 'settings are at most 256 KiB canonical (the CLI\'s kMaxSettingsBytes)');
+    const { id, canonical } = c.value;
+    await done(this._os('settings', 'readwrite').put({ id, canonical }));
+    await done(this._os('settings_bindings', 'readwrite').put({ name: String(name), settings: id, at: Date.now() }));
+    await done(this._os('settings_history', 'readwrite').add({ name: String(name), settings: id, at: Date.now() }));
+    return id;
+  }
+
+  /** The settings revision `name` is bound to, or the empty settings' id (a name never bound). */
+  async settingsRevision(name) {
+    const b = await done(this._os('settings_bindings').get(String(name)));
+    return b ? b.settings : this._core.canonicalize('{}').value.id;
+  }
+
+  /** A settings value by revision, re-hashed (for the host page; tool code never sees it). */
+  async settingsValue(id) {
+    if (id === this._core.canonicalize('{}').value.id) return {};
+    const row = await done(this._os('settings').get(String(id)));
+    if (!row) throw new StoreError('not_found', `no settings ${id} in the browser store`);
+    const again = this._core.canonicalize(row.canonical);
+    if (!again.ok || again.value.id !== row.id) throw new StoreError('tampered', `settings ${row.id} were changed in the store`);
+    return JSON.parse(row.canonical);
+  }
+
+  /**
+   * What tool code is shown for a settings revision (M15, the CLI's settings_identity): HMAC-SHA-256
+   * keyed by a per-store key (made once, non-extractable, kept in IndexedDB) over
+   * "taskyon settings identity v1\0TOOL REVISION\0SETTINGS REVISION"; stable within this store,
+   * and nobody without the key can check a guess of the settings against it.
+   */
+  async settingsIdentity(toolRevision, settingsRevision) {
+    let row = await done(this._os('meta').get('settings_identity_key'));
+    if (!row) {
+      const key = await crypto.subtle.generateKey({ name: 'HMAC', hash: 'SHA-256', length: 256 }, false, ['sign']);
+      const os = this._os('meta', 'readwrite');
+      try { await done(os.add({ name: 'settings_identity_key', key })); } catch { /* another call made it first */ }
+      row = await done(this._os('meta').get('settings_identity_key'));
+    }
+    const message = new TextEncoder().encode(`taskyon settings identity v1\0${toolRevision}\0${settingsRevision}`);
+    const mac = new Uint8Array(await crypto.subtle.sign('HMAC', row.key, message));
+    return 'hmac-sha256:' + [...mac].map((b) => b.toString(16).padStart(2, '0')).join('');
+  }
+
+  /**
+   * The registry as the wasm core's compiler reads it (abi.h TABLE): for each ref, a tool name
+   * (its active revision) or a full revision id the store holds, with the name's settings
+   * revision; refs the store lacks are left out (the core answers not_found for them).
+   * @param {Iterable<unknown>} refs
+   */
+  async registryTable(refs) {
+    const table = {};
+    for (const ref of new Set(refs)) {
+      if (typeof ref !== 'string' || ref.length > 256 || Object.prototype.hasOwnProperty.call(table, ref)) continue;
+      const id = /^sha256:[0-9a-f]{64}$/.test(ref) ? ref : await this.active(ref);
+      if (id === null) continue;
+      let r;
+      try { r = await this.revision(id); } catch (e) { if (e instanceof StoreError && e.code === 'not_found') continue; throw e; }
+      table[ref] = { definition: r.definition, settingsRevision: await this.settingsRevision(r.definition.name) };
+    }
+    return table;
+  }
+
+  /**
+   * Compiles a call of tool `name` (a name or a revision id) with `args` below task `parent` (or at
+   * the root) with the wasm core, pinned to the revision and settings it resolves to (T1), and
+   * stores it: the task SandboxHost.call's `task` names. StoreError bad_request with the core's
+   * error (not_found, invalid_arguments, …). @returns {Promise<{task: any, tool: any}>}
+   */
+  async compileCall(name, args, { parent = null } = {}) {
+    const lineage = parent === null ? [] : await this.lineage(parent);
+    const registry = await this.registryTable([name, ...treeRefs(lineage)]);
+    const draft = { role: 'assistant', content: { functionCall: { name, arguments: args ?? {} } } };
+    const r = this._core.compile(JSON.stringify({ draft, lineage, registry }));
+    if (!r.ok) throw new StoreError('bad_request', `${r.error.code}: ${r.error.message}`);
+    await this.putTasks([r.value.task]);
+    return r.value;
+  }
+
   // ------------------------------------------------------------------ append-only logs
 
   /** Appends one capability decision: {revision, capability, target, access, verdict, reason}. */
@@ -262,6 +400,20 @@ export class BrowserStore {
   }
 
   async sandboxLog() { return done(this._os('sandbox_log').getAll()); }
+}
+
+/**
+ * The revision ids a lineage's tree bindings name (toolDefinition {binding: {revision}}): the
+ * compiler resolves them in the registry, so its table must hold them.
+ * @param {any[]} tasks
+ */
+export function treeRefs(tasks) {
+  const out = [];
+  for (const t of tasks) {
+    const b = t && t.content && t.content.toolDefinition && t.content.toolDefinition.binding;
+    if (b && typeof b.revision === 'string') out.push(b.revision);
+  }
+  return out;
 }
 
 /**

@@ -16,11 +16,13 @@ export const LIMITS = Object.freeze({
   requestsPerCall: 64,      // fetch and storage requests per call
   storageKey: 1024,         // a storage key or list prefix (the store caps keys at 256 UTF-8 bytes)
   storageJson: 1 << 17,     // a storage.set value's JSON text (the store caps it at 64 KiB canonical)
+  taskJson: 1 << 20,        // a createSubtasksResult or resolveInvocation request's JSON text
   errorText: 4096,
 });
 
 const LEVELS = new Set(['log', 'info', 'warn', 'error', 'debug']);
 const STORAGE_OPS = new Set(['get', 'set', 'delete', 'list']);
+const TASK_OPS = new Set(['createSubtasksResult', 'resolveInvocation']);
 
 /** The reasons bootstrap.js reports (`{t: 'supervisor', reason, detail}`); worker_error is `crashed`. */
 const SUPERVISOR_REASONS = new Set(['second_bind', 'bad_host_message', 'messageerror', 'worker_failed', 'worker_error', 'forged_supervisor']);
@@ -106,6 +108,13 @@ export function validateMessage(d, portCount, expect) {
       } else if (d.json !== null) {
         return bad('storage: only set carries a value');
       }
+      return { ok: true, msg: d };
+    }
+    case 'task': {
+      if (expect.state !== 'busy' || d.id !== expect.callId) return bad('task: not for the running call');
+      if (!exactKeys(d, ['t', 'id', 'req', 'op', 'json']) || !uint(d.req) || !TASK_OPS.has(d.op) ||
+          !str(d.json, LIMITS.taskJson)) return bad('task: bad shape');
+      try { JSON.parse(d.json); } catch { return bad('task: the request is not JSON'); }
       return { ok: true, msg: d };
     }
     default:

@@ -15,10 +15,12 @@
 //                   {t:'fetch', id, req, url, method, headers:[[k,v]...], body:string|null}
 //                   {t:'storage', id, req, op:'get'|'set'|'delete'|'list', key, json}
 //                       key: the key, or the prefix for list; json: the value's JSON text for set, else null
+//                   {t:'task', id, req, op:'createSubtasksResult'|'resolveInvocation', json}   json: {drafts} or {name}
 //   host -> worker  {t:'call', id, args}
 //                   {t:'fetch_result', id, req, ok:true, status, statusText, headers, body:ArrayBuffer}
 //                   {t:'fetch_result', id, req, ok:false, code, message}
 //                   {t:'storage_result', id, req, ok:true, json} | {t:'storage_result', id, req, ok:false, code, message}
+//                   {t:'task_result', id, req, ok:true, json} | {t:'task_result', id, req, ok:false, code, message}
 'use strict';
 const __taskyonStart = (() => {
   const post = self.postMessage.bind(self);
@@ -98,7 +100,7 @@ const __taskyonStart = (() => {
       if (key.length > 1024) return Promise.reject(capabilityError('invalid_request', 'a storage key is at most 256 bytes'));
       const req = call.nextReq++;
       return new Promise((resolve, reject) => {
-        call.waiting.set(req, { resolve, reject, storage: true });
+        call.waiting.set(req, { resolve, reject, json: true });
         post({ t: 'storage', id: call.id, req, op, key, json });
       });
     };
@@ -110,10 +112,25 @@ const __taskyonStart = (() => {
     });
   }
 
-  function onStorageResult(d) {
+  // context.createSubtasksResult(drafts) and context.resolveInvocation(name) of one call (M14,
+  // M15): the host page compiles and resolves with the wasm core's task compiler (tasks.js).
+  function treeRequest(call, op, request) {
+    if (call.ended || current !== call) return Promise.reject(capabilityError('call_ended', 'this call has ended; its capabilities are gone'));
+    let json;
+    try { json = stringify(request); } catch (e) { return Promise.reject(new TypeError(op + ': the request is not JSON: ' + StringCtor(e && e.message))); }
+    if (json === undefined) json = 'null';
+    if (json.length > 1 << 20) return Promise.reject(capabilityError('too_large', op + ': the request is larger than 1 MiB'));
+    const req = call.nextReq++;
+    return new Promise((resolve, reject) => {
+      call.waiting.set(req, { resolve, reject, json: true });
+      post({ t: 'task', id: call.id, req, op, json });
+    });
+  }
+
+  function onJsonResult(d) {
     if (current === null || d.id !== current.id) return;
     const w = current.waiting.get(d.req);
-    if (w === undefined || !w.storage) return;
+    if (w === undefined || !w.json) return;
     current.waiting.delete(d.req);
     if (!d.ok) { w.reject(capabilityError(d.code, d.message)); return; }
     try { w.resolve(JSON.parse(d.json)); } catch { w.reject(capabilityError('bad_response', 'the host answered no JSON')); }
@@ -122,7 +139,7 @@ const __taskyonStart = (() => {
   function onFetchResult(d) {
     if (current === null || d.id !== current.id) return;
     const w = current.waiting.get(d.req);
-    if (w === undefined || w.storage) return;
+    if (w === undefined || w.json) return;
     current.waiting.delete(d.req);
     if (!d.ok) { w.reject(capabilityError(d.code, d.message)); return; }
     // 204, 205 and 304 are null-body statuses: Response refuses a body for them (even an
@@ -145,7 +162,11 @@ const __taskyonStart = (() => {
   async function onCall(d) {
     const call = { id: d.id, ended: false, waiting: new Map(), nextReq: 1 };
     current = call;
-    const context = Object.freeze({ fetch: fetchFor(call), storage: storageFor(call), callId: d.id });
+    const context = Object.freeze({
+      fetch: fetchFor(call), storage: storageFor(call), callId: d.id,
+      createSubtasksResult: (drafts) => treeRequest(call, 'createSubtasksResult', { drafts }),
+      resolveInvocation: (name) => treeRequest(call, 'resolveInvocation', { name: StringCtor(name) }),
+    });
     self.fetch = context.fetch;  // M2: global fetch is this call's context.fetch
     let msg;
     try {
@@ -166,7 +187,7 @@ const __taskyonStart = (() => {
     if (d === null || typeof d !== 'object') return;
     if (d.t === 'call') onCall(d);
     else if (d.t === 'fetch_result') onFetchResult(d);
-    else if (d.t === 'storage_result') onStorageResult(d);
+    else if (d.t === 'storage_result' || d.t === 'task_result') onJsonResult(d);
   });
 
   return (fn) => {

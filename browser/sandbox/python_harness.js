@@ -11,7 +11,11 @@
 // fetched from the network (the CSP's connect-src 'none' would refuse it).
 // Once booted, the tool is an ordinary harness tool: each call runs the Python
 // code in a fresh globals dict with `args` (the call's JSON arguments as Python
-// values); the value of its last expression is the result (JSON). The runtime
+// values) and `context` (`await context.storage.get(key)` / set / delete / list,
+// `await context.create_subtasks_result(drafts)`, `await
+// context.resolve_invocation(name)`: the call's own capabilities, decided by
+// the host page as for JavaScript tools); the value of its last expression is
+// the result (JSON). The runtime
 // (sys, builtins, sys.modules, the in-memory files) is the sandbox's and
 // carries over between the calls of one (revision, session); so the global
 // fetch is one stable function that dispatches to the running call's
@@ -75,6 +79,46 @@ const __taskyonPython = (code) => {
       // `from js import fetch as _jsfetch` once, and sys.modules outlives a call), so a
       // per-call global would leave them the first call's fetch (refused: call_ended).
       // Between calls it dispatches to the last call's, which refuses (call_ended).
+      // `context` in the tool's globals: storage (S7) and the tree capabilities (M14, M15) of the
+      // running call, Python values in and out (JSON both ways); a refusal raises the JS
+      // CapabilityError ("code: message"). Held after its call, it refuses (call_ended).
+      const makeContext = pyodide.runPython(`
+import json
+class _TaskyonStorage:
+    def __init__(self, ask): self._ask = ask
+    async def get(self, key): return await self._ask('storage.get', [key])
+    async def set(self, key, value): return await self._ask('storage.set', [key, value])
+    async def delete(self, key): return await self._ask('storage.delete', [key])
+    async def list(self, prefix=''): return await self._ask('storage.list', [prefix])
+class _TaskyonContext:
+    def __init__(self, ask, call_id):
+        self.storage = _TaskyonStorage(ask)
+        self.call_id = call_id
+        self._ask = ask
+    async def create_subtasks_result(self, drafts): return await self._ask('createSubtasksResult', [drafts])
+    async def resolve_invocation(self, name): return await self._ask('resolveInvocation', [name])
+def _taskyon_context(js_ask, call_id):
+    async def ask(op, arguments):
+        return json.loads(await js_ask(op, json.dumps(arguments, allow_nan=False)))
+    return _TaskyonContext(ask, call_id)
+_taskyon_context`, { globals: pyodide.toPy({}) });
+      const askFor = (context) => async (op, argumentsJson) => {
+        const a = parse(argumentsJson);
+        const methods = {
+          'storage.get': () => context.storage.get(a[0]), 'storage.set': () => context.storage.set(a[0], a[1]),
+          'storage.delete': () => context.storage.delete(a[0]), 'storage.list': () => context.storage.list(a[0]),
+          createSubtasksResult: () => context.createSubtasksResult(a[0]), resolveInvocation: () => context.resolveInvocation(a[0]),
+        };
+        if (!Object.prototype.hasOwnProperty.call(methods, op)) throw new TypeError('context: no operation ' + StringCtor(op));
+        try {
+          const v = await methods[op]();
+          return JSON.stringify(v === undefined ? null : v);
+        } catch (e) {
+          const err = new Error((e && e.code ? e.code + ': ' : '') + StringCtor(e && e.message));
+          err.name = StringCtor(e && e.name || 'Error');
+          throw err;
+        }
+      };
       let callFetch = null;
       const stableFetch = function fetch(input, init) {
         if (callFetch === null) return Promise.reject(new TypeError('fetch: no call is running'));
@@ -85,6 +129,9 @@ const __taskyonPython = (code) => {
         callFetch = context.fetch;
         self.fetch = stableFetch;  // harness.js set this call's context.fetch; the stable one dispatches to it
         const globals = pyodide.toPy({ args });
+        const pyContext = makeContext(askFor(context), context.callId);
+        globals.set('context', pyContext);
+        pyContext.destroy();
         try {
           const value = await pyodide.runPythonAsync(code, { globals, filename: '<tool>' });
           const out = parse(toJson(value));

@@ -3,10 +3,11 @@
 import * as host from '../host/host.js';
 import * as popup from '../host/popup.js';
 import * as store from '../host/store.js';
+import * as tasks from '../host/tasks.js';
 import { loadCore } from '../core/load.mjs';
 import { wasmDecider } from '../core/policy.mjs';
 
 /** @type {any} */ (window).__hostSecret = 'host-page-secret';
 try { localStorage.setItem('taskyon-host-secret', 'host-page-secret'); } catch { /* not needed */ }
-/** @type {any} */ (window).taskyon = { ...host, popup, store, loadCore, wasmDecider };
+/** @type {any} */ (window).taskyon = { ...host, popup, store, tasks, loadCore, wasmDecider };
 /** @type {any} */ (window).taskyonReady = true;

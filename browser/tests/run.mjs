@@ -22,6 +22,7 @@ import { startStrict, STRICT_CODE } from './strict.mjs';
 import { pythonChecks } from './python_checks.mjs';
 import { wasmChecks } from './wasm_checks.mjs';
 import { storeChecks } from './store_checks.mjs';
+import { taskChecks } from './tasks_checks.mjs';
 import { execFileSync } from 'node:child_process';
 
 const CHROMIUM = process.env.TASKYON_CHROMIUM || '/usr/bin/chromium';
@@ -947,6 +948,9 @@ checks.push(...wasmChecks({ expect, canaryLog, Skip, tycli: TYCLI, call }));
 
 // The browser store (store.js): grants, secrets, re-hashed revisions, records across a reload.
 checks.push(...storeChecks({ expect, canaryLog, Skip, call }));
+
+// The tree capabilities (tasks.js): createSubtasksResult and resolveInvocation by the wasm task compiler.
+checks.push(...taskChecks({ expect, Skip }));
 
 // Contracts of the CLI's runtimes, named as `tycli diagnostics` names them: no browser
 // counterpart, so each reports SKIP with the reason instead of being left out unsaid.
