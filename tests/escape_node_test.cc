@@ -449,6 +449,24 @@ TEST_F(EscapeNode, RuntimeFlagsNoLoaderHooks) {
   EXPECT_EQ(out.value["stillLoads"], "ok:function");
 }
 
+// Tracing turned on at run time wrote node_trace.1.log from a native thread:
+// the read-only root refused it and the call stalled until its timeout.
+TEST_F(EscapeNode, RuntimeFlagsNoTracing) {
+  auto out = run("flags-trace", tool(R"(
+    return {
+      create: t(() => require('trace_events').createTracing({ categories: ['node.perf'] }).enable()),
+      builtin: t(() => process.getBuiltinModule('trace_events').createTracing({ categories: ['v8'] })),
+      replace: t(() => { 'use strict'; require('trace_events').createTracing = () => ({ enable() {} }); return 'replaced'; }),
+      categories: t(() => require('trace_events').getEnabledCategories()),
+    };
+  )"));
+  ASSERT_EQ(out.status, Status::ok) << out.error;  // answered, not a timeout
+  EXPECT_EQ(out.value["create"], "err:ERR_ACCESS_DENIED");
+  EXPECT_EQ(out.value["builtin"], "err:ERR_ACCESS_DENIED");
+  EXPECT_EQ(out.value["replace"], "err:TypeError");
+  EXPECT_EQ(out.value["categories"], "ok:undefined");
+}
+
 TEST_F(EscapeNode, RuntimeFlagsNoInspector) {
   auto out = run("flags-inspector", tool(R"(
     const inspector = require('inspector');

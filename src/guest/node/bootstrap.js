@@ -64,6 +64,8 @@
   //   (= require.extensions) frozen               loader hooks
   //   inspector.open/Session, process._debugProcess/_debugEnd   the inspector
   //   process.kill/_kill with SIGUSR1 to this process            the inspector's signal
+  //   trace_events.createTracing     tracing at run time (its file writer, refused by the
+  //                                  read-only root, used to stall the call until its timeout)
   const v8 = require('v8');
   const Module = require('module');
   const inspector = require('inspector');
@@ -92,6 +94,9 @@
   for (const name of ['_debugProcess', '_debugEnd', '_startProfilerIdleNotifier', '_stopProfilerIdleNotifier']) {
     if (name in process) pin(process, name, refused('process.' + name));
   }
+  const traceEvents = require('trace_events');
+  if ('createTracing' in traceEvents) pin(traceEvents, 'createTracing', refused('trace_events.createTracing'));
+  Object.freeze(traceEvents);
   const SIGUSR1 = osConstants.signals.SIGUSR1;
   for (const name of ['kill', '_kill']) {
     const original = process[name];
