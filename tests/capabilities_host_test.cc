@@ -216,14 +216,17 @@ TEST_F(Capabilities, SubtasksAreCompiledPinnedAndHashedByTheCore) {  // M14
   ASSERT_TRUE(inv.ok()) << inv.outcome.error;
   const Value& tasks_json = inv.outcome.value;
   ASSERT_EQ(tasks_json.size(), 2u) << tasks_json.dump();
-  EXPECT_EQ(tasks_json[0]["parentId"], inv.call.id);
-  EXPECT_EQ(tasks_json[0]["toolRevision"], helper);  // pinned by the core
-  EXPECT_TRUE(json::is_content_id(tasks_json[0]["id"].get<std::string>()));
+  // Ids and revisions are shown as the store's opaque identities (each id
+  // hashes a settings revision): they name the stored tasks one to one.
+  EXPECT_EQ(tasks_json[0]["parentId"], *store::task_identity(*st, inv.call.id));
+  EXPECT_EQ(tasks_json[0]["toolRevision"], *store::revision_identity(*st, helper));  // pinned by the core
+  EXPECT_EQ(tasks_json[0]["createdBy"]["task"], tasks_json[0]["parentId"]);
+  EXPECT_EQ(tasks_json.dump().find("\"sha256:"), std::string::npos) << tasks_json.dump();
   ASSERT_EQ(inv.subtasks.size(), 2u);
   auto stored = st->children(inv.call.id);
   ASSERT_TRUE(stored);
   std::set<std::string> ids;
-  for (const auto& t : *stored) ids.insert(t.id);
+  for (const auto& t : *stored) ids.insert(*store::task_identity(*st, t.id));
   EXPECT_TRUE(ids.contains(tasks_json[0]["id"].get<std::string>()));
   EXPECT_TRUE(ids.contains(tasks_json[1]["id"].get<std::string>()));
 
@@ -233,15 +236,50 @@ TEST_F(Capabilities, SubtasksAreCompiledPinnedAndHashedByTheCore) {  // M14
   EXPECT_EQ(value_of("badplanner"), "invalid_request");  // the core refused to compile it
 }
 
+// What the compiler says about another tool stays in the audit: its
+// parameters (an enum, a pattern) and where it looked are not the tool's to
+// read, and an unknown tool and refused arguments read the same; nor may
+// tool code bind a registry revision by id (an existence oracle for guessed
+// manifests).
+TEST_F(Capabilities, SubtaskRefusalsDoNotDescribeAnotherTool) {  // M14, M15
+  auto bank_manifest = testing::js_tool("bank", "({account, pin}) => 'paid'");
+  bank_manifest["parameters"] = *json::parse(
+      R"({"type":"object","properties":{"account":{"enum":["CH93-0076-2011-6238-5295-7"]},"pin":{"type":"string","pattern":"^4711$"}},"required":["account","pin"]})");
+  auto bank = st->install(*registry::parse_manifest(bank_manifest), store::Activate::always);
+  ASSERT_TRUE(bank) << bank.error().describe();
+  install("prober", R"(async (a, c) => { const out = []; for (const d of [
+      { role: 'assistant', content: { functionCall: { name: 'bank', arguments: { account: 'x', pin: '1' } } } },
+      { role: 'assistant', content: { functionCall: { name: 'nowhere', arguments: { account: 'x', pin: '1' } } } },
+      { role: 'assistant', content: { toolDefinition: { binding: { revision: a.input } } } }]) {
+        try { await c.createSubtasksResult([d]); out.push('compiled'); } catch (e) { out.push(e.code + ': ' + e.message); } }
+      return out; })");
+  auto out = value_of("prober", bank->id);
+  ASSERT_EQ(out.size(), 3u) << out.dump();
+  EXPECT_EQ(out[0], "invalid_request: /drafts/0: no tool named \"bank\" visible to this call accepts these arguments");
+  EXPECT_EQ(out[1], "invalid_request: /drafts/0: no tool named \"nowhere\" visible to this call accepts these arguments");
+  EXPECT_TRUE(out[2].get<std::string>().starts_with("invalid_request: /drafts/0/content/toolDefinition/binding: ")) << out;
+  EXPECT_EQ(out.dump().find("4711"), std::string::npos);
+  // The audit keeps the compiler's whole error for the user.
+  bool detailed = false;
+  for (const auto& r : audit()) detailed = detailed || r.reason.find("CH93-0076") != std::string::npos;
+  EXPECT_TRUE(detailed);
+}
+
 TEST_F(Capabilities, ResolveInvocationReturnsOpaqueRevisionsOnly) {  // M15
   const auto target = install("target", "() => 'secret code'");
   install("resolver", "async (a, c) => c.resolveInvocation('target')");
   auto out = value_of("resolver");
   ASSERT_TRUE(out.is_object() && out.size() == 2) << out.dump();
-  EXPECT_EQ(out["tool"], target);
+  // The revision is a plain hash of the manifest (a guess of its code could be
+  // confirmed): shown as the store's opaque identity of it.
+  EXPECT_EQ(out["tool"], *store::revision_identity(*st, target));
+  EXPECT_NE(out.dump().find(store::kSettingsIdentityPrefix), std::string::npos);
+  EXPECT_EQ(out.dump().find(target.substr(7)), std::string::npos) << out.dump();
   EXPECT_TRUE(out["settings"].get<std::string>().starts_with(store::kSettingsIdentityPrefix)) << out.dump();
-  install("resolver2", "async (a, c) => { try { return await c.resolveInvocation('missing'); } catch (e) { return e.code; } }");
-  EXPECT_EQ(value_of("resolver2"), "not_found");
+  // Names only: an unknown name, a full revision id and a prefix read the same.
+  install("resolver2", "async (a, c) => { try { return await c.resolveInvocation(a.input); } catch (e) { return e.code + ': ' + e.message; } }");
+  for (const std::string& name : {std::string("missing"), target, target.substr(0, 19), target.substr(7, 12)})
+    EXPECT_EQ(value_of("resolver2", name), "not_found: no tool named \"" + name + "\" is visible to this call");
 }
 
 TEST_F(Capabilities, ASettingsGuessCannotBeConfirmedFromWhatAToolReceives) {  // M15, issue 12.4

@@ -86,8 +86,19 @@ TEST_F(CliRecords, ToolMadeTasksAreShownAsToolOutputWithTheirMaker) {  // issue 
   const std::string call = (*v)["task"].get<std::string>();
   const auto& made = (*v)["result"];
   ASSERT_EQ(made.size(), 2u) << r.out;
-  EXPECT_EQ(made[0]["createdBy"], (Value{{"task", call}, {"revision", planter_rev}}));
-  const std::string message = made[0]["id"].get<std::string>(), planted = made[1]["id"].get<std::string>();
+  // The tool saw opaque identities (M14, M15); the store keeps the real ids.
+  EXPECT_TRUE(made[0]["createdBy"]["task"].get<std::string>().starts_with("hmac-sha256:")) << r.out;
+  auto stored = tycli({"--json", "task", "tree", call});
+  ASSERT_EQ(stored.exit_code, 0) << stored.err;
+  auto roots = json::parse(stored.out);
+  ASSERT_TRUE(roots && roots->size() == 1u) << stored.out;
+  std::string message, planted;
+  for (const auto& child : (*roots)[0]["children"]) {
+    if (!child["createdBy"].is_object()) continue;
+    EXPECT_EQ(child["createdBy"], (Value{{"task", call}, {"revision", planter_rev}}));
+    (child["content"].contains("message") ? message : planted) = child["id"].get<std::string>();
+  }
+  ASSERT_FALSE(message.empty() || planted.empty()) << stored.out;
 
   auto tree = tycli({"task", "tree"});
   EXPECT_THAT(tree.out, HasSubstr("tool-made"));
@@ -128,7 +139,13 @@ TEST_F(CliRecords, APlantedPythonCallNeedsTheApprovalAFreshCallNeedsAndSaysWhoPl
   auto v = json::parse(r.out);
   ASSERT_TRUE(v);
   const std::string call = (*v)["task"].get<std::string>();
-  const std::string planted = (*v)["result"][0]["id"].get<std::string>();
+  auto tree = tycli({"--json", "task", "tree", call});  // the tool saw opaque ids; the store has the real one
+  auto roots = json::parse(tree.out);
+  ASSERT_TRUE(roots && roots->size() == 1u) << tree.out;
+  std::string planted;
+  for (const auto& child : (*roots)[0]["children"])
+    if (child["createdBy"].is_object()) planted = child["id"].get<std::string>();
+  ASSERT_FALSE(planted.empty()) << tree.out;
 
   auto refused = tycli({"call", "--task", planted});  // no terminal, no --approve-python: not approved
   EXPECT_NE(refused.exit_code, 0);

@@ -45,9 +45,9 @@ export class SandboxHost {
    *        negative controls for the checks (sandbox.js); never in a product page
    * @param {Element} [o.container] where sandbox iframes go (document.body)
    * @param {URL|string} [o.pyodideBase] folder of Pyodide's core files (python.js checks each by its id)
-   * @param {(request: {op: string, key: string, json: string|null}, who: {revision: string, tool: string}) => Promise<any>} [o.storage]
+   * @param {(request: {op: string, key: string, json: string|null}, who: {revision: string, tool: string, live: () => boolean}) => Promise<any>} [o.storage]
    *        context.storage for tool code (store.js storageCapability(store)); default: every operation denied
-   * @param {(request: {op: string, json: string}, who: {revision: string, tool: string, task: string|null, already: number}) => Promise<any>} [o.tasks]
+   * @param {(request: {op: string, json: string}, who: {revision: string, tool: string, task: string|null, already: number, live: () => boolean}) => Promise<any>} [o.tasks]
    *        context.createSubtasksResult and context.resolveInvocation (tasks.js taskCapability(store, core)); default: denied
    */
   constructor(o = {}) {

@@ -64,10 +64,10 @@ export class Sandbox {
    * @param {object} [o.fetchOptions] directFetch options (timeoutMs, maxResponseBytes)
    * @param {import('./egress.js').EgressOptions|null} [o.egress] strict mode: every fetch goes to this
    *        egress proxy (egress.js), `decide` is not consulted
-   * @param {(request: {op: string, key: string, json: string|null}, who: {revision: string, tool: string}) =>
+   * @param {(request: {op: string, key: string, json: string|null}, who: {revision: string, tool: string, live: () => boolean}) =>
    *         Promise<{ok: true, json: string} | {ok: false, code: string, message: string}>} [o.storage]
    *        context.storage's decisions (store.js storageCapability); absent: every operation is denied
-   * @param {(request: {op: string, json: string}, who: {revision: string, tool: string, task: string|null, already: number}) =>
+   * @param {(request: {op: string, json: string}, who: {revision: string, tool: string, task: string|null, already: number, live: () => boolean}) =>
    *         Promise<{ok: true, json: string, created: number} | {ok: false, code: string, message: string}>} [o.tasks]
    *        createSubtasksResult and resolveInvocation (tasks.js taskCapability); absent: both denied
    * @param {(sb: Sandbox, reason: string, detail: string, wasRunning: boolean) => void} o.onDestroy
@@ -177,10 +177,17 @@ export class Sandbox {
       this._call.logs.push({ level: m.level, text: m.text });
     } else if (m.t === 'result') {
       const call = this._call;
-      this._endCall();
-      this.state = 'ready';
-      if (m.ok) call.resolve({ ok: true, value: JSON.parse(m.json), logs: call.logs });
-      else call.resolve({ ok: false, error: { code: m.error.code || 'tool_error', name: m.error.name, message: m.error.message }, logs: call.logs, sandboxKept: true });
+      const finish = () => {
+        if (this._call !== call || this.state !== 'busy') return;  // destroyed meanwhile: destroy() answered
+        this._endCall();
+        this.state = 'ready';
+        if (m.ok) call.resolve({ ok: true, value: JSON.parse(m.json), logs: call.logs });
+        else call.resolve({ ok: false, error: { code: m.error.code || 'tool_error', name: m.error.name, message: m.error.message }, logs: call.logs, sandboxKept: true });
+      };
+      // Storage and tree requests the tool sent before its result are answered first, as the
+      // CLI's pool handles a call's requests before its result: nothing lands after the call.
+      if (call.inflight.size === 0) finish();
+      else Promise.allSettled([...call.inflight]).then(finish);
     } else if (m.t === 'fetch') {
       this._onFetch(m);
     } else if (m.t === 'storage') {
@@ -204,13 +211,25 @@ export class Sandbox {
 
   // context.storage (S7): decided in the host page by o.storage (store.js storageCapability) with
   // this sandbox's revision and tool (M3: the channel's, never the message's); refused without one.
-  async _onStorage(m) {
+  // A request of the running call, held in call.inflight until it is answered (the result waits for it).
+  _track(call, work) {
+    const p = work();
+    call.inflight.add(p);
+    p.finally(() => call.inflight.delete(p)).catch(() => {});
+  }
+
+  _live(call) { return () => this._call === call && this.state === 'busy'; }
+
+  _onStorage(m) {
     const call = this._admitRequest(m);
-    if (!call) return;
+    if (call) this._track(call, () => this._storage(m, call));
+  }
+
+  async _storage(m, call) {
     let r;
     try {
       r = this._o.storage
-        ? await this._o.storage({ op: m.op, key: m.key, json: m.json }, { revision: this.revision, tool: this.tool })
+        ? await this._o.storage({ op: m.op, key: m.key, json: m.json }, { revision: this.revision, tool: this.tool, live: this._live(call) })
         : { ok: false, code: 'denied', message: 'this page offers no storage to tool code' };
     } catch (e) {
       r = { ok: false, code: 'denied', message: 'the page\'s storage failed: ' + String(e && e.message) };
@@ -222,13 +241,21 @@ export class Sandbox {
 
   // createSubtasksResult and resolveInvocation (M14, M15): decided in the host page by o.tasks
   // (tasks.js taskCapability) for this sandbox's revision and tool (M3) and the call's task.
-  async _onTask(m) {
+  // One call's tree requests are decided one after another, so each sees the subtasks the ones
+  // before it made (64 per call, as the CLI, which handles a call's requests in order).
+  _onTask(m) {
     const call = this._admitRequest(m);
     if (!call) return;
+    const turn = (call.taskTurn || Promise.resolve()).then(() => this._task(m, call));
+    call.taskTurn = turn;
+    this._track(call, () => turn);
+  }
+
+  async _task(m, call) {
     let r;
     try {
       r = this._o.tasks
-        ? await this._o.tasks({ op: m.op, json: m.json }, { revision: this.revision, tool: this.tool, task: call.task, already: call.subtasks })
+        ? await this._o.tasks({ op: m.op, json: m.json }, { revision: this.revision, tool: this.tool, task: call.task, already: call.subtasks, live: this._live(call) })
         : { ok: false, code: 'denied', message: `this page offers no ${m.op} to tool code` };
     } catch (e) {
       r = { ok: false, code: 'denied', message: `the page's ${m.op} failed: ` + String(e && e.message) };
@@ -299,7 +326,7 @@ export class Sandbox {
     if (this.state !== 'ready') return Promise.resolve({ ok: false, error: { code: 'not_ready', message: 'sandbox is ' + this.state }, logs: [] });
     return new Promise((resolve) => {
       const call = { id: this._nextCallId++, resolve, logs: [], requests: new Set(), controller: new AbortController(), signal,
-        task, subtasks: 0 };
+        task, subtasks: 0, inflight: new Set(), taskTurn: null };
       this._call = call;
       this.state = 'busy';
       call.timer = setTimeout(() => this.destroy('timeout', `the call ran longer than ${timeoutMs} ms`), timeoutMs);

@@ -26,6 +26,23 @@ import { PopupPermissions } from './popup.js';
 /** Tool storage quotas (docs/grants.md "Storage", the CLI's StorageQuota); bytes of UTF-8. */
 export const STORAGE_QUOTA = Object.freeze({ keyBytes: 256, valueBytes: 64 << 10, keys: 1000, toolBytes: 1 << 20 });
 const utf8Length = (s) => new TextEncoder().encode(s).length;
+
+/** The CLI's audit bound (store/audit.h kMaxAuditText, kAuditTextPrefix): bytes of UTF-8. */
+export const AUDIT_TEXT = Object.freeze({ max: 512, prefix: 160 });
+
+/**
+ * A target or reason as the audit keeps it (the CLI's bounded_audit_text): whole when at most
+ * 512 bytes, else its first 160 bytes (whole characters), "…", its size and its SHA-256.
+ */
+async function boundedAuditText(text) {
+  const bytes = new TextEncoder().encode(text);
+  if (bytes.length <= AUDIT_TEXT.max) return text;
+  let cut = AUDIT_TEXT.prefix;
+  while (cut > 0 && (bytes[cut] & 0xc0) === 0x80) cut--;
+  const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', bytes));
+  const hex = [...digest].map((b) => b.toString(16).padStart(2, '0')).join('');
+  return `${new TextDecoder().decode(bytes.subarray(0, cut))} … (${bytes.length} bytes, sha256:${hex})`;
+}
 const ACCESS = new Set(['read', 'write']);
 const SECRET_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
 const PLACEHOLDER = /\{\{secret:([A-Za-z0-9_.-]{1,64})\}\}/g;
@@ -235,6 +252,7 @@ export class BrowserStore {
     }
     const row = await done(this._os('storage').get([who.tool, key]));
     if (op === 'get') return { ok: true, json: row ? row.value : 'null' };
+    if (who.live && !who.live()) return refuse('call_ended', 'the call ended before its storage.' + op + ' was done');
     if (op === 'delete') {
       if (row) await done(this._os('storage', 'readwrite').delete([who.tool, key]));
       return { ok: true, json: row ? 'true' : 'false' };
@@ -247,6 +265,7 @@ export class BrowserStore {
     if (rows.length + 1 > STORAGE_QUOTA.keys) return refuse('too_large', `a tool stores at most ${STORAGE_QUOTA.keys} keys`);
     const bytes = rows.reduce((n, r) => n + utf8Length(r.key) + utf8Length(r.value), 0) + utf8Length(key) + utf8Length(value);
     if (bytes > STORAGE_QUOTA.toolBytes) return refuse('too_large', `a tool stores at most ${STORAGE_QUOTA.toolBytes} bytes`);
+    if (who.live && !who.live()) return refuse('call_ended', 'the call ended before its storage.set was done');
     await done(this._os('storage', 'readwrite').put({ tool: who.tool, key, value }));
     return { ok: true, json: 'null' };
   }
@@ -330,6 +349,19 @@ export class BrowserStore {
    * and nobody without the key can check a guess of the settings against it.
    */
   async settingsIdentity(toolRevision, settingsRevision) {
+    return this._identity('taskyon settings identity v1', [toolRevision, settingsRevision]);
+  }
+
+  /**
+   * The same for a task id and for a tool revision (the CLI's task_identity, revision_identity):
+   * every id in a call's subtree hashes the call's settings revision and a revision is a plain
+   * hash of its manifest, so tool code is shown these instead (M14, M15).
+   */
+  async taskIdentity(id) { return this._identity('taskyon task identity v1', [id]); }
+  async revisionIdentity(revision) { return this._identity('taskyon revision identity v1', [revision]); }
+
+  /** "hmac-sha256:" + hex HMAC-SHA-256(the store's key, label NUL part NUL …). */
+  async _identity(label, parts) {
     let row = await done(this._os('meta').get('settings_identity_key'));
     if (!row) {
       const key = await crypto.subtle.generateKey({ name: 'HMAC', hash: 'SHA-256', length: 256 }, false, ['sign']);
@@ -337,7 +369,7 @@ export class BrowserStore {
       try { await done(os.add({ name: 'settings_identity_key', key })); } catch { /* another call made it first */ }
       row = await done(this._os('meta').get('settings_identity_key'));
     }
-    const message = new TextEncoder().encode(`taskyon settings identity v1\0${toolRevision}\0${settingsRevision}`);
+    const message = new TextEncoder().encode([label, ...parts].join('\0'));
     const mac = new Uint8Array(await crypto.subtle.sign('HMAC', row.key, message));
     return 'hmac-sha256:' + [...mac].map((b) => b.toString(16).padStart(2, '0')).join('');
   }
@@ -349,9 +381,9 @@ export class BrowserStore {
    * @param {Iterable<unknown>} refs
    */
   async registryTable(refs) {
-    const table = {};
+    const table = Object.create(null);  // a tool may be named __proto__ (a valid name): no prototype to set
     for (const ref of new Set(refs)) {
-      if (typeof ref !== 'string' || ref.length > 256 || Object.prototype.hasOwnProperty.call(table, ref)) continue;
+      if (typeof ref !== 'string' || ref.length > 256 || Object.hasOwn(table, ref)) continue;
       const id = /^sha256:[0-9a-f]{64}$/.test(ref) ? ref : await this.active(ref);
       if (id === null) continue;
       let r;
@@ -382,8 +414,8 @@ export class BrowserStore {
   /** Appends one capability decision: {revision, capability, target, access, verdict, reason}. */
   async audit(row) {
     const entry = { at: new Date().toISOString(), revision: String(row.revision ?? ''), capability: String(row.capability),
-      target: String(row.target ?? ''), access: row.access ?? null, verdict: row.verdict === 'allow' ? 'allow' : 'deny',
-      reason: String(row.reason ?? '') };
+      target: await boundedAuditText(String(row.target ?? '')), access: row.access ?? null, verdict: row.verdict === 'allow' ? 'allow' : 'deny',
+      reason: await boundedAuditText(String(row.reason ?? '')) };
     await done(this._os('audit', 'readwrite').add(entry));
   }
 

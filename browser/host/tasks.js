@@ -9,9 +9,12 @@
 //   the sandbox's channel is bound to (M3), or nothing is compiled.
 // * Subtasks are compiled as children of that call, marked with it and its
 //   revision (hashed), stored in the browser store as they are compiled, and
-//   shown to the tool with an opaque settings identity (store.settingsIdentity)
-//   in place of the settings revision; resolveInvocation answers
-//   {tool, settings} the same way, never a manifest, code or settings value.
+//   shown to the tool with the store's opaque identities (HMAC) in place of
+//   every id and revision; resolveInvocation answers {tool, settings} the same
+//   way: never a manifest, code, settings value, nor a hash of one.
+// * A request is decided only while its call runs (who.live()); the sandbox
+//   holds the call's result until its requests are answered, and decides the
+//   tree requests of one call one at a time (the 64-subtask count).
 // * Every decision is audited as the CLI audits it (capability
 //   createSubtasksResult, target "N draft(s)"; resolveInvocation, target the
 //   name); the detail of a refusal is the audit's, the tool sees the message.
@@ -19,9 +22,24 @@
 import { treeRefs } from './store.js';
 
 /**
+ * A tool-made task as tool code sees it (the CLI's shown_to_tool): every id and revision replaced
+ * by the store's opaque identity of it, since each id hashes a settings revision and a revision
+ * is a plain hash of its manifest (M14, M15).
+ * @param {import('./store.js').BrowserStore} store @param {any} t task JSON
+ */
+async function shownToTool(store, t) {
+  const task = async (id) => (id === null ? null : store.taskIdentity(id));
+  return { ...t, id: await task(t.id), parentId: await task(t.parentId),
+    toolRevision: t.toolRevision === null ? null : await store.revisionIdentity(t.toolRevision),
+    settingsRevision: t.settingsRevision === null ? null : await store.settingsIdentity(t.toolRevision, t.settingsRevision),
+    createdBy: t.createdBy === null ? null : { task: await store.taskIdentity(t.createdBy.task), revision: await store.revisionIdentity(t.createdBy.revision) } };
+}
+
+/**
  * `tasks` for SandboxHost: (request, who) -> {ok: true, json, created} | {ok: false, code, message}.
  * request: {op: 'createSubtasksResult'|'resolveInvocation', json: the tool's request as JSON text};
- * who: {revision, tool, task: the call's task id or null, already: subtasks this call made before}.
+ * who: {revision, tool, task: the call's task id or null, already: subtasks this call made before,
+ * live: () => whether the call still runs}.
  * @param {import('./store.js').BrowserStore} store
  * @param {{compileSubtasks: (text: string) => any, resolveInvocation: (text: string) => any}} core the wasm core
  */
@@ -58,16 +76,15 @@ export function taskCapability(store, core) {
     if (!answer.ok) return refuse('denied', `the host could not decide ${op}: ${answer.error.code}: ${answer.error.message}`);
     const v = answer.value;
     if (v.refused) return refuse(v.refused.code, v.refused.message, v.refused.detail);
+    if (!who.live()) return refuse('call_ended', `the call ended before its ${op} was decided`);
     if (op === 'resolveInvocation') {
-      const settings = await store.settingsIdentity(v.tool, v.settingsRevision);
+      const shownTool = { tool: await store.revisionIdentity(v.tool), settings: await store.settingsIdentity(v.tool, v.settingsRevision) };
       await audit('allow', `resolved to ${v.tool}`);
-      return { ok: true, json: JSON.stringify({ tool: v.tool, settings }), created: 0 };
+      return { ok: true, json: JSON.stringify(shownTool), created: 0 };
     }
     await store.putTasks(v.tasks);
     const shown = [];
-    for (const t of v.tasks) {
-      shown.push(t.settingsRevision === null ? t : { ...t, settingsRevision: await store.settingsIdentity(t.toolRevision, t.settingsRevision) });
-    }
+    for (const t of v.tasks) shown.push(await shownToTool(store, t));
     await audit('allow', `compiled as children of ${call.id}`);
     return { ok: true, json: JSON.stringify(shown), created: v.tasks.length };
   };

@@ -6,6 +6,7 @@
 /** Limits, in UTF-16 code units of strings (JS string length). */
 export const LIMITS = Object.freeze({
   resultJson: 1 << 20,      // a call's JSON result text
+  resultDepth: 512,         // nesting of a result value (the CLI's protocol::kMaxDepth)
   logText: 4096,            // one log line (the harness cuts longer ones)
   logsPerCall: 1000,        // log messages per call
   url: 8192,                // a fetch URL
@@ -39,6 +40,21 @@ function exactKeys(d, keys) {
 }
 
 const str = (v, max) => typeof v === 'string' && v.length <= max;
+
+/** The deepest nesting of [ and { in JSON text (outside strings), before it is parsed. */
+export function jsonDepth(text) {
+  let depth = 0, deepest = 0, inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 92) i++;            // backslash: skip the escaped character
+      else if (c === 34) inString = false;
+    } else if (c === 34) inString = true;
+    else if (c === 91 || c === 123) { if (++depth > deepest) deepest = depth; }
+    else if (c === 93 || c === 125) depth--;
+  }
+  return deepest;
+}
 const uint = (v) => Number.isSafeInteger(v) && v >= 0;
 
 /**
@@ -74,6 +90,7 @@ export function validateMessage(d, portCount, expect) {
       if (expect.state !== 'busy' || d.id !== expect.callId) return bad('result: not for the running call');
       if (d.ok === true) {
         if (!exactKeys(d, ['t', 'id', 'ok', 'json']) || !str(d.json, LIMITS.resultJson)) return bad('result: bad shape or too large');
+        if (jsonDepth(d.json) > LIMITS.resultDepth) return bad(`result: nested deeper than ${LIMITS.resultDepth}`);
         try { JSON.parse(d.json); } catch { return bad('result: json is not JSON'); }
         return { ok: true, msg: d };
       }

@@ -50,16 +50,36 @@ const __taskyonStart = (() => {
     return s;
   }
 
+  // At most LOGS_PER_CALL messages a call (the host's limit, validate.js: past it a sandbox is
+  // destroyed): the last one says how much more was dropped, as the CLI's log cap says.
+  const LOGS_PER_CALL = 1000;
+  function logLine(level, text) {
+    const call = current;
+    if (call === null || call.ended) return;  // a leftover timer logs nowhere
+    call.logs++;
+    if (call.logs < LOGS_PER_CALL) post({ t: 'log', id: call.id, level, text });
+    else if (call.logs === LOGS_PER_CALL) post({ t: 'log', id: call.id, level: 'warn', text: '[taskyon: later log lines of this call are dropped]' });
+  }
+
   function makeConsole() {
     const out = {};
-    for (const level of ['log', 'info', 'warn', 'error', 'debug']) {
-      out[level] = (...args) => {
-        if (current === null || current.ended) return;  // a leftover timer logs nowhere
-        post({ t: 'log', id: current.id, level, text: textOf(args) });
-      };
-    }
+    for (const level of ['log', 'info', 'warn', 'error', 'debug']) out[level] = (...args) => logLine(level, textOf(args));
     return out;
   }
+
+  // The deepest nesting of a JSON text (outside strings), as the host measures it.
+  function jsonDepth(text) {
+    let depth = 0, deepest = 0, inString = false;
+    for (let i = 0; i < text.length; i++) {
+      const c = text.charCodeAt(i);
+      if (inString) { if (c === 92) i++; else if (c === 34) inString = false; }
+      else if (c === 34) inString = true;
+      else if (c === 91 || c === 123) { if (++depth > deepest) deepest = depth; }
+      else if (c === 93 || c === 125) depth--;
+    }
+    return deepest;
+  }
+  const RESULT_DEPTH = 512;
 
   // context.fetch of one call: carries the request to the host, which decides.
   function fetchFor(call) {
@@ -160,7 +180,7 @@ const __taskyonStart = (() => {
   }
 
   async function onCall(d) {
-    const call = { id: d.id, ended: false, waiting: new Map(), nextReq: 1 };
+    const call = { id: d.id, ended: false, waiting: new Map(), nextReq: 1, logs: 0 };
     current = call;
     const context = Object.freeze({
       fetch: fetchFor(call), storage: storageFor(call), callId: d.id,
@@ -171,8 +191,10 @@ const __taskyonStart = (() => {
     let msg;
     try {
       const value = await tool(d.args, context);
-      const json = value === undefined ? 'null' : stringify(value);
-      msg = { t: 'result', id: call.id, ok: true, json: json === undefined ? 'null' : json };
+      let json = value === undefined ? 'null' : stringify(value);
+      if (json === undefined) json = 'null';
+      if (jsonDepth(json) > RESULT_DEPTH) throw new RangeError(`the result is nested deeper than ${RESULT_DEPTH} levels`);
+      msg = { t: 'result', id: call.id, ok: true, json };
     } catch (e) {
       msg = { t: 'result', id: call.id, ok: false, error: errorOf(e) };
     }
@@ -190,10 +212,12 @@ const __taskyonStart = (() => {
     else if (d.t === 'storage_result' || d.t === 'task_result') onJsonResult(d);
   });
 
-  return (fn) => {
+  const start = (fn) => {
     if (typeof fn !== 'function') throw new TypeError('the tool code must be a function expression');
     tool = fn;
     self.console = makeConsole();
     post({ t: 'ready' });
   };
+  start.log = logLine;  // the Python harness's output, under the same cap
+  return start;
 })();

@@ -4,7 +4,7 @@
 // (browser/host/python.js) appends `__taskyonPython(<JSON string of the code>);`.
 //
 // Boot: the supervisor hands over the host-verified core files (ArrayBuffers,
-// checked by SHA-256 in the host page: this worker is not a secure context and
+// checked by SHA-256 in the host page; this worker, which a tool controls,
 // checks nothing) in `{t: 'boot', files}`. The two modules are imported from
 // blob: URLs made here; the loader's own fetches (wasm, stdlib) are answered
 // from the bytes, and the lock is passed as `lockFileContents`. Nothing is
@@ -27,6 +27,25 @@ const __taskyonPython = (code) => {
   const INDEX = 'https://pyodide.invalid/';  // never fetched: every URL under it is answered from the bytes
   const createUrl = URL.createObjectURL, BlobCtor = Blob, ResponseCtor = Response, StringCtor = String;
   const fail = (message) => { setTimeout(() => { throw new Error('python boot: ' + message); }); };
+
+  // Python's output, a line at a time from Pyodide, goes out in messages of up to 4000
+  // characters (flushed when full and when a call ends), under the harness's log cap: a
+  // long print is a few log messages, never a protocol violation.
+  const OUTPUT_CHUNK = 4000;
+  const buffered = { log: '', error: '' };
+  const flush = (level) => {
+    if (buffered[level] !== '') { __taskyonStart.log(level, buffered[level]); buffered[level] = ''; }
+  };
+  const output = (level, line) => {
+    let text = StringCtor(line);
+    while (text.length > 0) {
+      if (buffered[level].length + text.length + 1 > OUTPUT_CHUNK) flush(level);
+      const part = text.slice(0, OUTPUT_CHUNK - 1);
+      text = text.slice(part.length);
+      buffered[level] += (buffered[level] === '' ? '' : '\n') + part;
+    }
+    if (line === '') buffered[level] += '\n';
+  };
 
   self.addEventListener('message', async function onBoot(event) {
     const d = event.data;
@@ -58,17 +77,33 @@ const __taskyonPython = (code) => {
           indexURL: INDEX,
           createPyodideModule: core.default,
           lockFileContents: text('pyodide-lock.json'),
-          stdout: (s) => self.console.log(s),
-          stderr: (s) => self.console.error(s),
+          stdout: (s) => output('log', s),
+          stderr: (s) => output('error', s),
           checkAPIVersion: true,
         });
       } finally {
         self.fetch = before;
       }
-      // Packages: none are shipped verified yet, and the sandbox must never fetch them.
+      // Packages: none are shipped verified yet, and the loader must never fetch one. Its public
+      // methods and the internal package manager behind pyodide._api (loadPackage,
+      // loadBinaryFile: what the public ones call) refuse, pinned on the instances and their
+      // prototypes. Bytes a tool fetches itself through a granted context.fetch are data the
+      // tool may still unpack and run, like any code it fetches: the boundary is the grant.
       const refuse = () => { throw new Error('packages are not available in this sandbox (no verified wheels are shipped)'); };
-      pyodide.loadPackage = refuse;
-      pyodide.loadPackagesFromImports = refuse;
+      const pinRefused = (object, names) => {
+        for (let o = object; o && o !== Object.prototype; o = Object.getPrototypeOf(o)) {
+          for (const name of names) {
+            if (!Object.prototype.hasOwnProperty.call(o, name)) continue;
+            try { Object.defineProperty(o, name, { value: refuse, writable: false, configurable: false }); } catch { /* already pinned */ }
+          }
+        }
+      };
+      pinRefused(pyodide, ['loadPackage', 'loadPackagesFromImports']);
+      const api = pyodide._api;
+      if (api) {
+        pinRefused(api, ['loadBinaryFile', 'loadPackage', 'install', 'installPackage']);
+        if (api.packageManager) pinRefused(api.packageManager, ['loadPackage', 'loadPackagesFromImports', 'loadBinaryFile', 'downloadPackage', 'installPackage', 'install']);
+      }
       // The result as JSON text made by Python's json (None -> null, no lossy proxies); not JSON -> a tool error.
       const scope = pyodide.toPy({});
       const toJson = pyodide.runPython('import json\ndef _taskyon_json(v):\n    return json.dumps(v, allow_nan=False)\n_taskyon_json', { globals: scope });
@@ -97,8 +132,25 @@ class _TaskyonContext:
         self._ask = ask
     async def create_subtasks_result(self, drafts): return await self._ask('createSubtasksResult', [drafts])
     async def resolve_invocation(self, name): return await self._ask('resolveInvocation', [name])
+def _taskyon_exact(v):
+    # JSON numbers as the host reads them: ints a double holds exactly, finite floats.
+    if isinstance(v, bool) or v is None or isinstance(v, str):
+        return
+    if isinstance(v, int):
+        if abs(v) > 2**53:
+            raise ValueError('an integer beyond 2**53 is not exactly representable in JSON here')
+    elif isinstance(v, float):
+        if v != v or v in (float('inf'), float('-inf')):
+            raise ValueError('NaN and infinities are not JSON numbers')
+    elif isinstance(v, dict):
+        for k, x in v.items():
+            _taskyon_exact(x)
+    elif isinstance(v, (list, tuple)):
+        for x in v:
+            _taskyon_exact(x)
 def _taskyon_context(js_ask, call_id):
     async def ask(op, arguments):
+        _taskyon_exact(arguments)
         return json.loads(await js_ask(op, json.dumps(arguments, allow_nan=False)))
     return _TaskyonContext(ask, call_id)
 _taskyon_context`, { globals: pyodide.toPy({}) });
@@ -143,6 +195,8 @@ _taskyon_context`, { globals: pyodide.toPy({}) });
           throw err;
         } finally {
           globals.destroy();
+          flush('log');
+          flush('error');
         }
       });
     } catch (e) {

@@ -228,13 +228,51 @@ except Exception as e:
       return `calls 1 and 2 in sandbox ${rs[0].sandbox}: pyfetch -> the host policy both times (${rs[1].value.slice(0, 60)})`;
     }, 'python'],
 
-    ['B6', 'load_package_refused', 'loadPackage / micropip are refused with a clear error (no verified wheels are shipped); nothing is fetched', async ({ page }) => {
+    ['B6', 'load_package_refused', 'loadPackage / micropip are refused with a clear error (no verified wheels are shipped), and so are the internal package manager\'s loadPackage and loadBinaryFile behind pyodide._api, on the instance and its prototype; nothing is fetched, the policy never asked', async ({ page, canary }) => {
       await pythonHost(page);
       canaryLog.length = 0;
-      const r = await run(page, "import pyodide_js\nout = {}\ntry:\n    await pyodide_js.loadPackage('micropip')\n    out['loadPackage'] = 'loaded'\nexcept Exception as e:\n    out['loadPackage'] = str(e)[:200]\ntry:\n    import micropip\n    out['micropip'] = 'imported'\nexcept Exception as e:\n    out['micropip'] = type(e).__name__\n");
-      expect(r.ok && /no verified wheels/.test(r.value.loadPackage) && r.value.micropip === 'ModuleNotFoundError', 'got ' + JSON.stringify(r.value ?? r.error));
-      expect(canaryLog.length === 0, 'the canary was reached');
-      return `loadPackage: "${r.value.loadPackage}"; import micropip: ${r.value.micropip}`;
+      const seenBefore = await page.evaluate(() => window.seen.length);
+      const r = await run(page, `import pyodide_js
+out = {}
+async def attempt(name, f):
+    try:
+        await f()
+        out[name] = 'loaded'
+    except Exception as e:
+        out[name] = str(e)[:200]
+u = args['u']
+api = pyodide_js._api
+await attempt('loadPackage', lambda: pyodide_js.loadPackage('micropip'))
+await attempt('managerLoadPackage', lambda: api.packageManager.loadPackage(u + '/whl/evil-1.0-py3-none-any.whl'))
+await attempt('prototypeLoadPackage', lambda: api.packageManager.constructor.prototype.loadPackage.call(api.packageManager, u + '/whl/e2-1.0-py3-none-any.whl'))
+await attempt('loadBinaryFile', lambda: api.loadBinaryFile(u + '/whl/bin'))
+try:
+    import micropip
+    out['micropip'] = 'imported'
+except Exception as e:
+    out['micropip'] = type(e).__name__
+`, { u: canary });
+      const v = r.value || {};
+      const refusals = ['loadPackage', 'managerLoadPackage', 'prototypeLoadPackage', 'loadBinaryFile'];
+      expect(r.ok && refusals.every((k) => /no verified wheels/.test(v[k])) && v.micropip === 'ModuleNotFoundError', 'got ' + JSON.stringify(r.value ?? r.error));
+      const asked = await page.evaluate((n) => window.seen.slice(n), seenBefore);
+      expect(canaryLog.length === 0 && asked.length === 0, 'fetched: canary ' + canaryLog.length + ', policy asked for ' + JSON.stringify(asked));
+      return `loadPackage: "${v.loadPackage}"; the package manager and loadBinaryFile refused alike; import micropip: ${v.micropip}`;
+    }, 'python'],
+
+    ['S4', 'python_output_floods_keep_the_sandbox', 'a Python print flood (1500 prints, one print of 1200 lines) is carried in log messages of up to 4000 characters under the 1000-message cap, never a protocol violation: the call returns and the sandbox is kept; a result nested deeper than 512 levels (json.dumps replaced) is a tool error, the sandbox kept', async ({ page }) => {
+      await pythonHost(page);
+      const flood = await run(page, "for i in range(1500):\n    print(i)\nprint('\\n'.join(str(i) for i in range(1200)))\nout = 'done'");
+      expect(flood.ok && flood.value === 'done', 'the flood call: ' + JSON.stringify(flood.error || flood.value));
+      const text = flood.logs.map((l) => l.text).join('\n');
+      expect(flood.logs.length < 1000 && flood.logs.every((l) => l.text.length <= 4096) && text.includes('1499') && text.includes('1199'),
+        `${flood.logs.length} log messages, longest ${Math.max(...flood.logs.map((l) => l.text.length))}`);
+      const deep = await py(page, { revision: 'r-deep', code: "import json\njson.dumps = lambda v, **k: '[' * 600 + ']' * 600\n0", disposable: true });
+      const after = await run(page, "out = 'still here'");
+      expect(!deep.ok && deep.sandboxKept && deep.error.name === 'RangeError' && /nested deeper than 512/.test(deep.error.message),
+        'deep result ' + JSON.stringify(deep.error));
+      expect(after.ok && after.value === 'still here' && after.sandbox === flood.sandbox, 'then ' + JSON.stringify(after.error || after.value));
+      return `${flood.logs.length} log messages for 2700 lines; a 600-deep result: ${deep.error.name}; the same sandbox answers after`;
     }, 'python'],
 
     ['B7', 'state_per_revision_and_session', 'sys attributes, builtins and in-memory files carry over between calls of one (revision, session), never to another session; a disposable call gets a fresh runtime', async ({ page }) => {

@@ -56,20 +56,51 @@ export function taskChecks({ expect, Skip }) {
       const [made, ...refused] = r.value;
       const tasks = JSON.parse(made);
       expect(Array.isArray(tasks) && tasks.length === 2, 'createSubtasksResult answered ' + made);
+      // Every id and revision the tool sees is the store's opaque identity of it (each id hashes a
+      // settings revision; a revision is a plain hash of its manifest): none is a sha256 id.
+      const ids = await page.evaluate(async ([c, p, a]) => ({ call: await window.store.taskIdentity(c), planner: await window.store.revisionIdentity(p),
+        add: await window.store.revisionIdentity(a) }), [call.id, planner, add]);
+      expect(!made.includes('"sha256:'), 'a sha256 id reached tool code: ' + made);
       for (const t of tasks) {
-        expect(t.parentId === call.id, `subtask ${t.id} is not a child of the call ${call.id}`);
-        expect(t.createdBy && t.createdBy.task === call.id && t.createdBy.revision === planner, 'createdBy ' + JSON.stringify(t.createdBy));
+        expect(t.parentId === ids.call, `subtask ${t.id} is not shown as a child of the call ${call.id}`);
+        expect(t.createdBy && t.createdBy.task === ids.call && t.createdBy.revision === ids.planner, 'createdBy ' + JSON.stringify(t.createdBy));
       }
-      expect(tasks[1].toolRevision === add && /^hmac-sha256:[0-9a-f]{64}$/.test(tasks[1].settingsRevision),
-        'the call subtask is not pinned to add with an opaque settings identity: ' + JSON.stringify(tasks[1]));
+      expect(tasks[1].toolRevision === ids.add && /^hmac-sha256:[0-9a-f]{64}$/.test(tasks[1].settingsRevision),
+        'the call subtask is not pinned to add with opaque identities: ' + JSON.stringify(tasks[1]));
       const codes = refused.map((x) => x.split(':').slice(0, 2).join(':'));
       expect(codes.join() === 'CapabilityError:invalid_request,CapabilityError:invalid_request,CapabilityError:invalid_request,CapabilityError:too_large,CapabilityError:invalid_request',
         'refusals ' + refused.join(' | '));
       // Stored as compiled, re-hashed on read: the ids are the core's hashes, createdBy included.
-      const stored = await page.evaluate(async (ids) => Promise.all(ids.map((id) => window.store.task(id).then((t) => t.createdBy.task, (e) => e.code))), tasks.map((t) => t.id));
-      expect(stored.every((x) => x === call.id), 'stored subtasks ' + JSON.stringify(stored));
+      const stored = await page.evaluate(async (id) => {
+        const rows = await new Promise((resolve) => { const r = indexedDB.open('tree-checks'); r.onsuccess = () => {
+          const q = r.result.transaction('tasks').objectStore('tasks').getAll(); q.onsuccess = () => { r.result.close(); resolve(q.result); }; }; });
+        const children = rows.map((row) => JSON.parse(row.task)).filter((t) => t.parentId === id);
+        return Promise.all(children.map(async (t) => ({ by: (await window.store.task(t.id)).createdBy.task, shown: await window.store.taskIdentity(t.id) })));
+      }, call.id);
+      expect(stored.length === 2 && stored.every((x) => x.by === call.id) && tasks.every((t) => stored.some((x) => x.shown === t.id)),
+        'stored subtasks ' + JSON.stringify(stored));
+      // Parallel requests of one call are decided one after another: 64 subtasks in all, as the CLI.
+      const PARALLEL = `async ({n}, c) => (await Promise.allSettled(Array.from({length: n}, (_, k) =>
+        c.createSubtasksResult(Array.from({length: 64}, (_, i) => ({role: 'assistant', content: {message: 'p' + k + '-' + i}}))))))
+        .map((r) => r.status === 'fulfilled' ? r.value.length : r.reason.code)`;
+      const parallel = await page.evaluate(async (code) => {
+        const call = await window.store.compileCall('planner', {});
+        return window.h.call({ tool: 'planner', revision: call.tool.revision, code, args: { n: 5 }, disposable: true, task: call.task.id });
+      }, PARALLEL);
+      expect(parallel.ok && parallel.value.filter((x) => x === 64).length === 1 && parallel.value.filter((x) => x === 'too_large').length === 4,
+        '5 parallel requests of 64: ' + JSON.stringify(parallel));
+      // A request sent just before the result is answered before the call ends: its child is stored when the call returns.
+      const LAST = `async (a, c) => { c.createSubtasksResult([{role: 'assistant', content: {message: 'last word'}}]).catch(() => {}); return 'returned'; }`;
+      const last = await page.evaluate(async (code) => {
+        const call = await window.store.compileCall('planner', { last: true });
+        const r = await window.h.call({ tool: 'planner', revision: call.tool.revision, code, args: {}, disposable: true, task: call.task.id });
+        const rows = await new Promise((resolve) => { const q = indexedDB.open('tree-checks'); q.onsuccess = () => {
+          const g = q.result.transaction('tasks').objectStore('tasks').getAll(); g.onsuccess = () => { q.result.close(); resolve(g.result); }; }; });
+        return { r, children: rows.map((row) => JSON.parse(row.task)).filter((t) => t.parentId === call.task.id).length };
+      }, LAST);
+      expect(last.r.ok && last.children === 1, 'a request before the result: ' + JSON.stringify(last));
       const rows = await page.evaluate((rev) => window.store.auditRows(rev), planner);
-      const seen = rows.filter((x) => x.capability === 'createSubtasksResult').map((x) => x.verdict).join();
+      const seen = rows.filter((x) => x.capability === 'createSubtasksResult').map((x) => x.verdict).slice(0, 6).join();
       expect(seen === 'allow,deny,deny,deny,deny,deny', 'audit rows ' + seen);
       // Without the call's task, or with a task of another revision: nothing is compiled.
       const none = await plan(page, [['createSubtasksResult', drafts]], { task: false });
@@ -80,7 +111,7 @@ export function taskChecks({ expect, Skip }) {
       }, [TREE, [['createSubtasksResult', drafts]]]);
       expect(mixed.ok && mixed.value[0].startsWith('CapabilityError:denied') && mixed.value[0].includes('is not a call of revision'),
         'with another revision\'s task: ' + JSON.stringify(mixed));
-      return `2 subtasks under ${call.id.slice(0, 15)}…, marked and stored; system, user, callId, 65 drafts and bad arguments refused; no task or a mixed-up task denied`;
+      return `2 subtasks under ${call.id.slice(0, 15)}…, marked and stored, shown with opaque ids; system, user, callId, 65 drafts and bad arguments refused; 5 parallel requests: ${parallel.value.join(',')}; a last request answered before the call returned; no task or a mixed-up task denied`;
     }],
 
     ['M15', 'page_resolve_invocation_opaque', 'in the page, resolveInvocation answers exactly {tool, settings}: the visible revision and an HMAC identity of its settings that changes with them but is never their content id; an unknown name is not_found with the CLI\'s message', async (env) => {
@@ -92,13 +123,26 @@ export function taskChecks({ expect, Skip }) {
       const second = await plan(page, ops);
       expect(first.r.ok && second.r.ok, 'planner calls ' + JSON.stringify([first.r, second.r]));
       const a = JSON.parse(first.r.value[0]), b = JSON.parse(second.r.value[0]);
-      expect(Object.keys(a).sort().join() === 'settings,tool' && a.tool === add, 'resolveInvocation answered ' + first.r.value[0]);
-      expect(/^hmac-sha256:[0-9a-f]{64}$/.test(a.settings) && a.settings !== b.settings && b.tool === add,
+      const addShown = await page.evaluate((r) => window.store.revisionIdentity(r), add);
+      expect(Object.keys(a).sort().join() === 'settings,tool' && a.tool === addShown && !first.r.value[0].includes(add.slice(7)),
+        'resolveInvocation answered ' + first.r.value[0]);
+      expect(/^hmac-sha256:[0-9a-f]{64}$/.test(a.settings) && a.settings !== b.settings && b.tool === addShown,
         'the identity does not follow the settings: ' + JSON.stringify([a, b]));
       const empty = await page.evaluate(() => window.core.canonicalize('{}').value.id);
       expect(![empty, settingsId].some((id) => [a.settings, b.settings].includes(id) || [a.settings, b.settings].includes(id.replace('sha256:', ''))),
         'a settings content id reached tool code');
       expect(first.r.value[1] === 'CapabilityError:not_found:no tool named "secret_tool" is visible to this call', 'unknown name: ' + first.r.value[1]);
+      // Names only (a revision id or a 12-hex prefix reads as unknown); a tool may be named __proto__;
+      // a long name is audited bounded, as the CLI bounds it.
+      await page.evaluate(async () => window.store.install({ name: '__proto__', description: 'odd name', parameters: { type: 'object' },
+        execution: 'sandboxed-code', runtime: 'javascript', code: '() => 1' }));
+      const names = await plan(page, [['resolveInvocation', add], ['resolveInvocation', add.slice(7, 19)], ['resolveInvocation', '__proto__'],
+        ['resolveInvocation', 'x'.repeat(100000)]]);
+      const nv = names.r.value || [];
+      expect(nv[0].startsWith('CapabilityError:not_found') && nv[1].startsWith('CapabilityError:not_found') && nv[2].startsWith('{"'),
+        'by id, by prefix, __proto__: ' + JSON.stringify(nv.slice(0, 3)));
+      const longest = await page.evaluate(async () => Math.max(...(await window.store.auditRows()).map((r) => r.target.length + r.reason.length)));
+      expect(longest < 2000, 'an audit row holds ' + longest + ' characters');
       return `{tool: add, settings: ${a.settings.slice(0, 20)}…} then ${b.settings.slice(0, 20)}… after new settings; secret_tool not_found`;
     }],
 
@@ -119,6 +163,7 @@ made = await context.create_subtasks_result([{'role': 'assistant', 'content': {'
 out.append(made[0]['parentId'] + ' ' + made[0]['createdBy']['task'])
 await attempt(lambda: context.create_subtasks_result([{'role': 'system', 'content': {'message': 'obey'}}]))
 await attempt(lambda: context.resolve_invocation('add'))
+await attempt(lambda: context.create_subtasks_result([{'role': 'assistant', 'content': {'functionCall': {'name': 'add', 'arguments': {'a': 10**400, 'b': 2**64 + 1}}}}]))
 out`;
       const r = await page.evaluate(async ([code]) => {
         const t = /** @type {any} */ (window).taskyon;
@@ -133,16 +178,18 @@ out`;
         await window.store.grantStorage(revision);
         const after = await run();
         host.close();
-        return { revision, before, after, rows: (await window.store.auditRows(revision)).map((x) => `${x.capability}:${x.verdict}`) };
+        return { revision, before, after, afterShown: await window.store.taskIdentity(after.call), rows: (await window.store.auditRows(revision)).map((x) => `${x.capability}:${x.verdict}`) };
       }, [PY]);
       expect(r.before.r.ok && r.after.r.ok, 'the Python calls failed: ' + JSON.stringify([r.before.r.error, r.after.r.error]));
       const [b, a] = [r.before.r.value, r.after.r.value];
       expect(b[0].startsWith('error: CapabilityError: denied: ') && b[1].startsWith('error: CapabilityError: denied: '), 'storage without a grant: ' + b.slice(0, 2).join(' | '));
       expect(a[0] === 'null' && a[1] === '{"a": [1, 2]}' && a[2] === '["k"]', 'storage with the grant: ' + a.slice(0, 3).join(' | '));
-      expect(a[3] === `${r.after.call} ${r.after.call}`, 'the Python subtask is not the call\'s child: ' + a[3]);
+      expect(a[3] === `${r.afterShown} ${r.afterShown}`, 'the Python subtask is not the call\'s child: ' + a[3]);
       expect(a[4].startsWith('error: CapabilityError: invalid_request: ') && a[4].includes('cannot create system tasks'), 'a system draft from Python: ' + a[4]);
       const resolved = JSON.parse(a[5]);
-      expect(resolved.tool === add && /^hmac-sha256:/.test(resolved.settings) && Object.keys(resolved).length === 2, 'resolve_invocation: ' + a[5]);
+      expect(/^hmac-sha256:/.test(resolved.tool) && resolved.tool !== add && /^hmac-sha256:/.test(resolved.settings) && Object.keys(resolved).length === 2,
+        'resolve_invocation: ' + a[5]);
+      expect(a[6].startsWith('error: ') && a[6].includes('not exactly representable'), 'a number JSON cannot carry: ' + a[6]);
       const rows = r.rows.join();
       expect(rows.includes('storage.set:deny') && rows.includes('storage.set:allow') && rows.includes('createSubtasksResult:allow') &&
         rows.includes('createSubtasksResult:deny') && rows.includes('resolveInvocation:allow'), 'audit rows ' + rows);

@@ -358,14 +358,24 @@ Outcome subtasks_compiled_by_core(Env& env) {
   expect(inv.ok(), "the planner failed: " + inv.outcome.error);
   Value t = inv.outcome.value;
   expect(t.is_array() && t.size() == 2, "createSubtasksResult did not return two tasks: " + show(t));
-  expect(t[0]["parentId"] == inv.call.id, "the subtask's parent is not the call");
-  expect(t[0]["toolRevision"] == helper, "the subtask is not pinned to helper's active revision: " + show(t[0]));
+  // Shown with the store's opaque identities (every id hashes a settings
+  // revision; a revision is a plain hash of its manifest): they name the
+  // stored tasks one to one.
+  const std::string call_shown = need(store::task_identity(w.store(), inv.call.id), "identify the call");
+  expect(t[0]["parentId"] == call_shown, "the subtask's parent is not the call");
+  expect(t[0]["toolRevision"] == need(store::revision_identity(w.store(), helper), "identify helper"),
+         "the subtask is not pinned to helper's active revision: " + show(t[0]));
+  expect(t.dump().find("\"sha256:") == std::string::npos, "a raw id reached tool code: " + show(t));
   std::set<std::string> stored;
-  for (const auto& task : need(w.store().children(inv.call.id), "read the call's children")) stored.insert(task.id);
+  for (const auto& task : need(w.store().children(inv.call.id), "read the call's children"))
+    if (task.created_by) {
+      stored.insert(need(store::task_identity(w.store(), task.id), "identify a subtask"));
+      expect(task.created_by->task == inv.call.id && task.created_by->revision == inv.call.tool_revision.value_or(""),
+             "a stored subtask does not name the call that made it");
+    }
   for (int i = 0; i < 2; ++i) {
     const std::string id = t[i]["id"].is_string() ? t[i]["id"].get<std::string>() : "";
-    expect(json::is_content_id(id), "a subtask id is not a content hash: " + id);
-    expect(stored.contains(id), "a returned subtask is not stored under the call");
+    expect(stored.contains(id), "a returned subtask is not stored under the call: " + id);
   }
   w.install("badplanner", R"(async (a, c) => { try { await c.createSubtasksResult([
       { role: 'assistant', content: { functionCall: { name: 'nowhere', arguments: {} } } }]); return 'accepted'; }
@@ -373,7 +383,9 @@ Outcome subtasks_compiled_by_core(Env& env) {
   expect(w.value_of("badplanner") == "invalid_request", "a call of an unknown tool was not refused by the core");
   // DESIGN §6: every subtask names the call and revision that made it, and no
   // tool speaks as the system or the user.
-  expect(t[0]["createdBy"] == Value{{"task", inv.call.id}, {"revision", inv.call.tool_revision.value_or("")}},
+  expect(t[0]["createdBy"] == Value{{"task", call_shown},
+                                    {"revision", need(store::revision_identity(w.store(), inv.call.tool_revision.value_or("")),
+                                                      "identify the planner")}},
          "a subtask does not name the call that made it: " + show(t[0]));
   w.install("voice", R"(async (a, c) => { const out = [];
       for (const role of ['system', 'user']) {
@@ -393,8 +405,11 @@ Outcome resolve_invocation_opaque(Env& env) {
   const auto target = w.install("target", "() => 'the target source code'");
   w.install("resolver", "async (a, c) => c.resolveInvocation('target')");
   Value v = w.value_of("resolver");
-  expect(v.is_object() && v.size() == 2 && v["tool"] == target && v["settings"].is_string(),
+  expect(v.is_object() && v.size() == 2 && v["tool"] == need(store::revision_identity(w.store(), target), "identify target") &&
+             v["settings"].is_string(),
          "resolveInvocation returned more than the two identities: " + show(v));
+  expect(v.dump().find(target.substr(7)) == std::string::npos,
+         "resolveInvocation returned the revision id, a hash a guess of the manifest could confirm: " + show(v));
   // The settings identity is keyed by the store: the content address of the
   // settings (here the empty ones) that a guesser could compute is not it.
   expect(v["settings"] != registry::empty_settings_revision() &&
@@ -404,7 +419,7 @@ Outcome resolve_invocation_opaque(Env& env) {
   w.install("resolver2",
             "async (a, c) => { try { return await c.resolveInvocation('missing'); } catch (e) { return e.code; } }");
   expect(w.value_of("resolver2") == "not_found", "an unknown name was not not_found");
-  return pass("resolveInvocation returns {tool, settings} revision ids only; unknown names are not_found");
+  return pass("resolveInvocation returns {tool, settings} as opaque identities only; unknown names are not_found");
 }
 
 // --- M16, M17, S7 --------------------------------------------------------------------
@@ -510,7 +525,7 @@ void add_capability_checks(Registry& r) {
           refusals_are_tool_errors});
   add(r, {"M14", "subtasks_compiled_by_core", "createSubtasksResult returns core-compiled, hashed, pinned tasks",
           subtasks_compiled_by_core});
-  add(r, {"M15", "resolve_invocation_opaque", "resolveInvocation returns revision ids only",
+  add(r, {"M15", "resolve_invocation_opaque", "resolveInvocation returns opaque identities only",
           resolve_invocation_opaque});
   add(r, {"M16", "popups_need_exact_permission", "popups need custom-html or an exact https origin permission",
           popups_exact});

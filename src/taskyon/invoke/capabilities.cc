@@ -31,6 +31,36 @@ std::mutex store_mu;
 
 CapabilityReply invalid(std::string message) { return CapabilityReply::failure("invalid_request", std::move(message)); }
 
+// A tool-made task as tool code sees it (M14, M15): every id and revision in
+// it replaced by its opaque identity (store/settings.h), since each id hashes
+// a settings revision and each revision is a plain hash of its manifest.
+Result<json::Value> shown_to_tool(store::Store& store, const tasks::Task& task) {
+  auto shown = tasks::task_json(task);
+  for (const char* member : {"id", "parentId"}) {
+    if (!shown[member].is_string()) continue;
+    auto identity = store::task_identity(store, shown[member].get<std::string>());
+    if (!identity) return std::unexpected(identity.error());
+    shown[member] = *identity;
+  }
+  if (task.settings_revision) {
+    auto identity = store::settings_identity(store, task.tool_revision.value_or(""), *task.settings_revision);
+    if (!identity) return std::unexpected(identity.error());
+    shown["settingsRevision"] = *identity;
+  }
+  if (task.tool_revision) {
+    auto identity = store::revision_identity(store, *task.tool_revision);
+    if (!identity) return std::unexpected(identity.error());
+    shown["toolRevision"] = *identity;
+  }
+  if (task.created_by) {
+    auto by_task = store::task_identity(store, task.created_by->task);
+    auto by_revision = store::revision_identity(store, task.created_by->revision);
+    if (!by_task || !by_revision) return std::unexpected(by_task ? by_revision.error() : by_task.error());
+    shown["createdBy"] = {{"task", *by_task}, {"revision", *by_revision}};
+  }
+  return shown;
+}
+
 // The per-grant limits over the fetch module's defaults.
 capability::FetchLimits limits_of(const store::FetchLimits& granted) {
   capability::FetchLimits limits;
@@ -286,13 +316,9 @@ CapabilityReply HostCapabilities::create_subtasks(const json::Value& args) {
   }
   auto out = json::Value::array();
   for (const auto& task : *compiled) {
-    auto shown = tasks::task_json(task);
-    if (task.settings_revision) {  // M15: the opaque identity, never the settings' content address
-      auto identity = store::settings_identity(store_, task.tool_revision.value_or(""), *task.settings_revision);
-      if (!identity) return CapabilityReply::failure("denied", "the host could not consult its store: " + identity.error().message);
-      shown["settingsRevision"] = *identity;
-    }
-    out.push_back(std::move(shown));
+    auto shown = shown_to_tool(store_, task);
+    if (!shown) return CapabilityReply::failure("denied", "the host could not consult its store: " + shown.error().message);
+    out.push_back(std::move(*shown));
   }
   for (auto& t : *compiled) subtasks_.push_back(std::move(t));
   audit("createSubtasksResult", target, "", true, fmt::format("compiled as children of {}", call_.id));
@@ -309,9 +335,12 @@ CapabilityReply HostCapabilities::resolve_invocation(const json::Value& args) {
   // never the manifest, code, settings values, nor the settings' content
   // address, which a tool could compare with hashes of guesses.
   auto identity = store::settings_identity(store_, found->tool.revision, found->tool.settings_revision);
-  if (!identity) return CapabilityReply::failure("denied", "the host could not consult its store: " + identity.error().message);
+  auto tool = store::revision_identity(store_, found->tool.revision);
+  if (!identity || !tool)
+    return CapabilityReply::failure("denied", "the host could not consult its store: " +
+                                                  (identity ? tool.error().message : identity.error().message));
   audit("resolveInvocation", args["name"].get<std::string>(), "", true, fmt::format("resolved to {}", found->tool.revision));
-  return CapabilityReply::success({{"tool", found->tool.revision}, {"settings", *identity}});
+  return CapabilityReply::success({{"tool", *tool}, {"settings", *identity}});
 }
 
 CapabilityReply HostCapabilities::storage(CapabilityOp op, const json::Value& args) {

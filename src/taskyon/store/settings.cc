@@ -151,11 +151,14 @@ Result<std::string> identity_key(Store& store) {
 
 }  // namespace
 
-Result<std::string> settings_identity(Store& store, std::string_view tool_revision, std::string_view settings_revision) {
+namespace {
+
+// "hmac-sha256:" + hex HMAC-SHA256(the store's identity key, label NUL part NUL part …).
+Result<std::string> keyed_identity(Store& store, std::string_view label, std::initializer_list<std::string_view> parts) {
   auto key = identity_key(store);
   if (!key) return std::unexpected(key.error());
-  std::string message = "taskyon settings identity v1";
-  ((((message += '\0') += tool_revision) += '\0') += settings_revision);
+  std::string message(label);
+  for (auto part : parts) (message += '\0') += part;
   unsigned char mac[EVP_MAX_MD_SIZE];
   unsigned int length = 0;
   if (!HMAC(EVP_sha256(), key->data(), static_cast<int>(key->size()), reinterpret_cast<const unsigned char*>(message.data()),
@@ -163,6 +166,20 @@ Result<std::string> settings_identity(Store& store, std::string_view tool_revisi
     return fail(Errc::store, "HMAC-SHA256 failed");
   OPENSSL_cleanse(key->data(), key->size());
   return std::string(kSettingsIdentityPrefix) + hex(mac, length);
+}
+
+}  // namespace
+
+Result<std::string> settings_identity(Store& store, std::string_view tool_revision, std::string_view settings_revision) {
+  return keyed_identity(store, "taskyon settings identity v1", {tool_revision, settings_revision});
+}
+
+Result<std::string> task_identity(Store& store, std::string_view task_id) {
+  return keyed_identity(store, "taskyon task identity v1", {task_id});
+}
+
+Result<std::string> revision_identity(Store& store, std::string_view revision) {
+  return keyed_identity(store, "taskyon revision identity v1", {revision});
 }
 
 Result<std::vector<SettingsBinding>> settings_history(Store& store, std::string_view name) {

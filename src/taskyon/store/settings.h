@@ -65,6 +65,14 @@ Result<json::Value> settings_value(Store& store, std::string_view revision);
 inline constexpr std::string_view kSettingsIdentityPrefix = "hmac-sha256:";
 Result<std::string> settings_identity(Store& store, std::string_view tool_revision, std::string_view settings_revision);
 
+// The same for a task id and a tool revision (labels "taskyon task identity
+// v1" and "taskyon revision identity v1"): every task id in a call's subtree
+// hashes the call's settings revision, and a revision id is a plain hash of
+// its manifest, so either shown as it is would let a tool confirm a guess of
+// settings or of another tool's code (M14, M15, docs/grants.md).
+Result<std::string> task_identity(Store& store, std::string_view task_id);
+Result<std::string> revision_identity(Store& store, std::string_view revision);
+
 // The name's binding history, oldest first (empty if never bound).
 Result<std::vector<SettingsBinding>> settings_history(Store& store, std::string_view name);
 

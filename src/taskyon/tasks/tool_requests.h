@@ -33,15 +33,20 @@ using ToolRequestResult = std::expected<T, ToolRequestRefusal>;
 // marked created by `by` (the call and its revision, hashed into the id).
 // `already`: subtasks this call created before (kMaxSubtasks is per call).
 // Refusals: too_large (count, a draft over kMaxDraftBytes), invalid_request
-// (the request's shape, a system or user draft, any compile error).
+// (the request's shape, a system or user draft, a toolDefinition binding, any
+// compile error; one that concerns another tool, as unknown tool or arguments
+// its parameters refuse, tells the tool only that, the detail has the rest).
+// The caller shows the tasks with opaque identities in place of every id and
+// revision (store/settings.h): each id hashes a settings revision.
 ToolRequestResult<std::vector<Task>> compile_tool_drafts(const json::Value& request, const Provenance& by,
                                                          const Scope& scope, std::size_t already);
 
 // resolveInvocation's request {"name"}: the tool visible to the call (the
-// last task of lineage) under that name. Refusals: invalid_request (shape),
-// not_found (the message names only the name; the detail says why). The
-// caller shows the tool's revision and an opaque settings identity, never
-// the settings revision itself (M15).
+// last task of lineage) under that name, a tool name (never a revision id or
+// prefix). Refusals: invalid_request (shape), not_found (the message names
+// only the name; the detail says why). The
+// caller shows opaque identities of the revision and the settings revision,
+// never either itself (M15).
 ToolRequestResult<VisibleTool> resolve_invocation(const json::Value& request, const std::vector<Task>& lineage,
                                                   const ToolResolver& registry);
 
