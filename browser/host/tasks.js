@@ -56,24 +56,25 @@ export function taskCapability(store, core) {
 
     if (typeof who.task !== 'string') return refuse('denied', `${op} needs the call's task in the store (SandboxHost.call's task: store.compileCall)`);
     let lineage;
-    try { lineage = await store.lineage(who.task); } catch (e) { return refuse('denied', `the call's task cannot be read: ${e && e.message}`); }
+    // What the tool reads never holds an id (each hashes a settings revision); the audit row does.
+    try { lineage = await store.lineage(who.task); } catch (e) { return refuse('denied', `${op}: the host cannot read this call's task`, `the call's task cannot be read: ${e && e.message}`); }
     const call = lineage[lineage.length - 1];
     if (call.toolRevision !== who.revision) {  // M3: the channel's revision, never a task the page mixed up
-      return refuse('denied', `task ${call.id} is not a call of revision ${who.revision} (it is pinned to ${call.toolRevision})`);
+      return refuse('denied', `${op}: the task the page gave this call is not a call of its revision`,
+        `task ${call.id} is not a call of revision ${who.revision} (it is pinned to ${call.toolRevision})`);
     }
     const refs = [...treeRefs(lineage)];
     if (op === 'createSubtasksResult') {
       for (const d of request && Array.isArray(request.drafts) ? request.drafts.slice(0, 64) : []) {
         const c = d && d.content;
-        if (c && c.functionCall) refs.push(c.functionCall.name);
-        if (c && c.toolDefinition && c.toolDefinition.binding) refs.push(c.toolDefinition.binding.revision);
+        if (c && c.functionCall) refs.push(c.functionCall.name);  // bindings in tool-made drafts are refused by the core
       }
     } else if (request) {
       refs.push(request.name);
     }
     const input = JSON.stringify({ request, lineage, registry: await store.registryTable(refs), already: who.already });
     const answer = op === 'createSubtasksResult' ? core.compileSubtasks(input) : core.resolveInvocation(input);
-    if (!answer.ok) return refuse('denied', `the host could not decide ${op}: ${answer.error.code}: ${answer.error.message}`);
+    if (!answer.ok) return refuse('denied', `${op}: the host could not decide it`, `the core refused the input: ${answer.error.code}: ${answer.error.message}`);
     const v = answer.value;
     if (v.refused) return refuse(v.refused.code, v.refused.message, v.refused.detail);
     if (!who.live()) return refuse('call_ended', `the call ended before its ${op} was decided`);
