@@ -209,8 +209,6 @@ export class Sandbox {
     return call;
   }
 
-  // context.storage (S7): decided in the host page by o.storage (store.js storageCapability) with
-  // this sandbox's revision and tool (M3: the channel's, never the message's); refused without one.
   // A request of the running call, held in call.inflight until it is answered (the result waits for it).
   _track(call, work) {
     const p = work();
@@ -220,6 +218,8 @@ export class Sandbox {
 
   _live(call) { return () => this._call === call && this.state === 'busy'; }
 
+  // context.storage (S7): decided in the host page by o.storage (store.js storageCapability) with
+  // this sandbox's revision and tool (M3: the channel's, never the message's); refused without one.
   _onStorage(m) {
     const call = this._admitRequest(m);
     if (call) this._track(call, () => this._storage(m, call));
