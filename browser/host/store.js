@@ -67,7 +67,12 @@ export class BrowserStore {
    * @param {{manifest: (text: string) => any, canonicalize: (text: string) => any, compile: (text: string) => any, checkTask: (text: string) => any}} core the wasm core
    *        (browser/core/core.mjs instantiate())
    */
-  constructor(db, core) { this._db = db; this._core = core; }
+  constructor(db, core) {
+    this._db = db;
+    this._core = core;
+    /** @type {Promise<CryptoKey>|null} */ this._identityKey = null;
+    /** @type {string|null} */ this._emptySettingsId = null;
+  }
 
   /**
    * Opens (creating on first use) the store `name` of this origin.
@@ -329,12 +334,15 @@ export class BrowserStore {
   /** The settings revision `name` is bound to, or the empty settings' id (a name never bound). */
   async settingsRevision(name) {
     const b = await done(this._os('settings_bindings').get(String(name)));
-    return b ? b.settings : this._core.canonicalize('{}').value.id;
+    return b ? b.settings : this._emptySettings();
   }
+
+  /** The empty settings' id (registry::empty_settings_revision()), from the core once. */
+  _emptySettings() { return (this._emptySettingsId ??= this._core.canonicalize('{}').value.id); }
 
   /** A settings value by revision, re-hashed (for the host page; tool code never sees it). */
   async settingsValue(id) {
-    if (id === this._core.canonicalize('{}').value.id) return {};
+    if (id === this._emptySettings()) return {};
     const row = await done(this._os('settings').get(String(id)));
     if (!row) throw new StoreError('not_found', `no settings ${id} in the browser store`);
     const again = this._core.canonicalize(row.canonical);
@@ -362,16 +370,24 @@ export class BrowserStore {
 
   /** "hmac-sha256:" + hex HMAC-SHA-256(the store's key, label NUL part NUL …). */
   async _identity(label, parts) {
+    if (!this._identityKey) {  // made once per store, never changed: read once per instance
+      this._identityKey = this._loadIdentityKey();
+      this._identityKey.catch(() => { this._identityKey = null; });
+    }
+    const message = new TextEncoder().encode([label, ...parts].join('\0'));
+    const mac = new Uint8Array(await crypto.subtle.sign('HMAC', await this._identityKey, message));
+    return 'hmac-sha256:' + [...mac].map((b) => b.toString(16).padStart(2, '0')).join('');
+  }
+
+  /** The store's HMAC key (non-extractable CryptoKey), made on first use; concurrent first uses agree. */
+  async _loadIdentityKey() {
     let row = await done(this._os('meta').get('settings_identity_key'));
     if (!row) {
       const key = await crypto.subtle.generateKey({ name: 'HMAC', hash: 'SHA-256', length: 256 }, false, ['sign']);
-      const os = this._os('meta', 'readwrite');
-      try { await done(os.add({ name: 'settings_identity_key', key })); } catch { /* another call made it first */ }
+      try { await done(this._os('meta', 'readwrite').add({ name: 'settings_identity_key', key })); } catch { /* another call made it first */ }
       row = await done(this._os('meta').get('settings_identity_key'));
     }
-    const message = new TextEncoder().encode([label, ...parts].join('\0'));
-    const mac = new Uint8Array(await crypto.subtle.sign('HMAC', row.key, message));
-    return 'hmac-sha256:' + [...mac].map((b) => b.toString(16).padStart(2, '0')).join('');
+    return row.key;
   }
 
   /**

@@ -45,13 +45,12 @@ async function shownToTool(store, t) {
  */
 export function taskCapability(store, core) {
   return async ({ op, json }, who) => {
-    const capability = op;
     let request;
     try { request = JSON.parse(json); } catch { return { ok: false, code: 'invalid_request', message: `${op}: the request is not JSON` }; }
     const target = op === 'createSubtasksResult'
       ? (request && Array.isArray(request.drafts) ? `${request.drafts.length} draft(s)` : '')
       : (request && typeof request.name === 'string' ? request.name : '');
-    const audit = (verdict, reason) => (target ? store.audit({ revision: who.revision, capability, target, access: null, verdict, reason }) : Promise.resolve());
+    const audit = (verdict, reason) => (target ? store.audit({ revision: who.revision, capability: op, target, access: null, verdict, reason }) : Promise.resolve());
     const refuse = async (code, message, detail = message) => { await audit('deny', detail); return { ok: false, code, message }; };
 
     if (typeof who.task !== 'string') return refuse('denied', `${op} needs the call's task in the store (SandboxHost.call's task: store.compileCall)`);

@@ -41,8 +41,8 @@ function exactKeys(d, keys) {
 
 const str = (v, max) => typeof v === 'string' && v.length <= max;
 
-/** The deepest nesting of [ and { in JSON text (outside strings), before it is parsed. */
-export function jsonDepth(text) {
+/** The deepest nesting of [ and { in JSON text (outside strings), before it is parsed (as core.js depthOf). */
+function jsonDepth(text) {
   let depth = 0, deepest = 0, inString = false;
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);

@@ -106,14 +106,28 @@ const __taskyonPython = (code) => {
       }
       // The result as JSON text made by Python's json (None -> null, no lossy proxies); not JSON -> a tool error.
       const scope = pyodide.toPy({});
-      const toJson = pyodide.runPython('import json\ndef _taskyon_json(v):\n    return json.dumps(v, allow_nan=False)\n_taskyon_json', { globals: scope });
-      scope.destroy();
+      // JSON both ways with the host page, whose numbers are doubles: an int beyond 2**53 or a
+      // non-finite float is refused (ValueError), never silently changed, in a result as in a
+      // request of `context` (_taskyon_exact).
+      const exact = `
+def _taskyon_exact(v):
+    if isinstance(v, bool) or v is None or isinstance(v, str):
+        return
+    if isinstance(v, int):
+        if abs(v) > 2**53:
+            raise ValueError('an integer beyond 2**53 is not exactly representable in JSON here')
+    elif isinstance(v, float):
+        if v != v or v in (float('inf'), float('-inf')):
+            raise ValueError('NaN and infinities are not JSON numbers')
+    elif isinstance(v, dict):
+        for x in v.values():
+            _taskyon_exact(x)
+    elif isinstance(v, (list, tuple)):
+        for x in v:
+            _taskyon_exact(x)
+`;
+      const toJson = pyodide.runPython(exact + 'import json\ndef _taskyon_json(v):\n    _taskyon_exact(v)\n    return json.dumps(v, allow_nan=False)\n_taskyon_json', { globals: scope });
       const parse = JSON.parse;
-      // One stable global fetch for the sandbox's life, dispatching to the running call's
-      // context.fetch: Python modules keep what they imported (pyodide.http._pyfetch does
-      // `from js import fetch as _jsfetch` once, and sys.modules outlives a call), so a
-      // per-call global would leave them the first call's fetch (refused: call_ended).
-      // Between calls it dispatches to the last call's, which refuses (call_ended).
       // `context` in the tool's globals: storage (S7) and the tree capabilities (M14, M15) of the
       // running call, Python values in and out (JSON both ways); a refusal raises the JS
       // CapabilityError ("code: message"). Held after its call, it refuses (call_ended).
@@ -132,28 +146,13 @@ class _TaskyonContext:
         self._ask = ask
     async def create_subtasks_result(self, drafts): return await self._ask('createSubtasksResult', [drafts])
     async def resolve_invocation(self, name): return await self._ask('resolveInvocation', [name])
-def _taskyon_exact(v):
-    # JSON numbers as the host reads them: ints a double holds exactly, finite floats.
-    if isinstance(v, bool) or v is None or isinstance(v, str):
-        return
-    if isinstance(v, int):
-        if abs(v) > 2**53:
-            raise ValueError('an integer beyond 2**53 is not exactly representable in JSON here')
-    elif isinstance(v, float):
-        if v != v or v in (float('inf'), float('-inf')):
-            raise ValueError('NaN and infinities are not JSON numbers')
-    elif isinstance(v, dict):
-        for k, x in v.items():
-            _taskyon_exact(x)
-    elif isinstance(v, (list, tuple)):
-        for x in v:
-            _taskyon_exact(x)
 def _taskyon_context(js_ask, call_id):
     async def ask(op, arguments):
         _taskyon_exact(arguments)
         return json.loads(await js_ask(op, json.dumps(arguments, allow_nan=False)))
     return _TaskyonContext(ask, call_id)
-_taskyon_context`, { globals: pyodide.toPy({}) });
+_taskyon_context`, { globals: scope });
+      scope.destroy();
       const askFor = (context) => async (op, argumentsJson) => {
         const a = parse(argumentsJson);
         const methods = {
@@ -171,6 +170,11 @@ _taskyon_context`, { globals: pyodide.toPy({}) });
           throw err;
         }
       };
+      // One stable global fetch for the sandbox's life, dispatching to the running call's
+      // context.fetch: Python modules keep what they imported (pyodide.http._pyfetch does
+      // `from js import fetch as _jsfetch` once, and sys.modules outlives a call), so a
+      // per-call global would leave them the first call's fetch (refused: call_ended).
+      // Between calls it dispatches to the last call's, which refuses (call_ended).
       let callFetch = null;
       const stableFetch = function fetch(input, init) {
         if (callFetch === null) return Promise.reject(new TypeError('fetch: no call is running'));

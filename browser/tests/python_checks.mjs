@@ -260,7 +260,7 @@ except Exception as e:
       return `loadPackage: "${v.loadPackage}"; the package manager and loadBinaryFile refused alike; import micropip: ${v.micropip}`;
     }, 'python'],
 
-    ['S4', 'python_output_floods_keep_the_sandbox', 'a Python print flood (1500 prints, one print of 1200 lines) is carried in log messages of up to 4000 characters under the 1000-message cap, never a protocol violation: the call returns and the sandbox is kept; a result nested deeper than 512 levels (json.dumps replaced) is a tool error, the sandbox kept', async ({ page }) => {
+    ['S4', 'python_output_floods_keep_the_sandbox', 'a Python print flood (1500 prints, one print of 1200 lines) is carried in log messages of up to 4000 characters under the 1000-message cap, never a protocol violation: the call returns and the sandbox is kept; a result nested deeper than 512 levels (json.dumps replaced) and an integer result beyond 2**53 are tool errors, the sandbox kept', async ({ page }) => {
       await pythonHost(page);
       const flood = await run(page, "for i in range(1500):\n    print(i)\nprint('\\n'.join(str(i) for i in range(1200)))\nout = 'done'");
       expect(flood.ok && flood.value === 'done', 'the flood call: ' + JSON.stringify(flood.error || flood.value));
@@ -268,11 +268,13 @@ except Exception as e:
       expect(flood.logs.length < 1000 && flood.logs.every((l) => l.text.length <= 4096) && text.includes('1499') && text.includes('1199'),
         `${flood.logs.length} log messages, longest ${Math.max(...flood.logs.map((l) => l.text.length))}`);
       const deep = await py(page, { revision: 'r-deep', code: "import json\njson.dumps = lambda v, **k: '[' * 600 + ']' * 600\n0", disposable: true });
+      const huge = await run(page, "out = {'n': 10**400}");  // JSON in the page is a double: refused, never made null
       const after = await run(page, "out = 'still here'");
+      expect(!huge.ok && huge.sandboxKept && /beyond 2\*\*53/.test(huge.error.message), 'a 400-digit integer result: ' + JSON.stringify(huge.ok ? huge.value : huge.error));
       expect(!deep.ok && deep.sandboxKept && deep.error.name === 'RangeError' && /nested deeper than 512/.test(deep.error.message),
         'deep result ' + JSON.stringify(deep.error));
       expect(after.ok && after.value === 'still here' && after.sandbox === flood.sandbox, 'then ' + JSON.stringify(after.error || after.value));
-      return `${flood.logs.length} log messages for 2700 lines; a 600-deep result: ${deep.error.name}; the same sandbox answers after`;
+      return `${flood.logs.length} log messages for 2700 lines; a 600-deep result: ${deep.error.name}; 10**400: ${huge.error.name}; the same sandbox answers after`;
     }, 'python'],
 
     ['B7', 'state_per_revision_and_session', 'sys attributes, builtins and in-memory files carry over between calls of one (revision, session), never to another session; a disposable call gets a fresh runtime', async ({ page }) => {

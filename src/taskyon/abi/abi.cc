@@ -269,22 +269,36 @@ taskyon::Result<Value> rule_compile(const Value& in) {
   return Value{{"task", tasks::task_json(compiled->task)}, {"tool", std::move(tool)}};
 }
 
-taskyon::Result<Value> rule_compile_subtasks(const Value& in) {
+// The input of a tool request: {"request", "lineage" (the call last), "registry"?}.
+struct ToolRequestInput {
+  const Value* request;
+  std::vector<tasks::Task> lineage;
+  tasks::ToolResolver registry;
+};
+
+taskyon::Result<ToolRequestInput> tool_request_input(const Value& in, const char* shape_of_request) {
   if (!in.is_object()) return shape("the input must be a JSON object", "");
   auto request = in.find("request");
-  if (request == in.end()) return shape("the input needs \"request\" (the tool's {drafts})", "/request");
+  if (request == in.end()) return shape(std::string("the input needs \"request\" (the tool's ") + shape_of_request + ")", "/request");
+  auto registry = table_resolver(in);
+  if (!registry) return std::unexpected(registry.error());
+  auto lineage = lineage_member(in, true);
+  if (!lineage) return std::unexpected(lineage.error());
+  return ToolRequestInput{&*request, std::move(*lineage), std::move(*registry)};
+}
+
+taskyon::Result<Value> rule_compile_subtasks(const Value& in) {
+  auto input = tool_request_input(in, "{drafts}");
+  if (!input) return std::unexpected(input.error());
   std::size_t already = 0;
   if (auto a = in.find("already"); a != in.end()) {
     if (!a->is_number_unsigned()) return shape("\"already\" must be a count of subtasks", "/already");
     already = a->get<std::size_t>();
   }
-  auto registry = table_resolver(in);
-  if (!registry) return std::unexpected(registry.error());
-  auto lineage = lineage_member(in, true);
-  if (!lineage) return std::unexpected(lineage.error());
-  auto by = calling(*lineage);
+  auto by = calling(input->lineage);
   if (!by) return std::unexpected(by.error());
-  auto compiled = tasks::compile_tool_drafts(*request, *by, tasks::Scope{std::move(*lineage), std::move(*registry)}, already);
+  auto compiled = tasks::compile_tool_drafts(*input->request, *by,
+                                             tasks::Scope{std::move(input->lineage), std::move(input->registry)}, already);
   if (!compiled) return refusal_value(compiled.error());
   Value out = Value::array();
   for (const auto& t : *compiled) out.push_back(tasks::task_json(t));
@@ -292,14 +306,9 @@ taskyon::Result<Value> rule_compile_subtasks(const Value& in) {
 }
 
 taskyon::Result<Value> rule_resolve_invocation(const Value& in) {
-  if (!in.is_object()) return shape("the input must be a JSON object", "");
-  auto request = in.find("request");
-  if (request == in.end()) return shape("the input needs \"request\" (the tool's {name})", "/request");
-  auto registry = table_resolver(in);
-  if (!registry) return std::unexpected(registry.error());
-  auto lineage = lineage_member(in, true);
-  if (!lineage) return std::unexpected(lineage.error());
-  auto found = tasks::resolve_invocation(*request, *lineage, *registry);
+  auto input = tool_request_input(in, "{name}");
+  if (!input) return std::unexpected(input.error());
+  auto found = tasks::resolve_invocation(*input->request, input->lineage, input->registry);
   if (!found) return refusal_value(found.error());
   return Value{{"tool", found->tool.revision}, {"settingsRevision", found->tool.settings_revision}};
 }

@@ -41,10 +41,13 @@
 //   compile_subtasks {"request": {"drafts": […]}, "lineage": [TASK…, CALL], "registry"?: TABLE,
 //                    "already"?: N} -> {"tasks": [TASK…]} | {"refused": {"code","message","detail"}}
 //                    (tasks/tool_requests.h, M14: createSubtasksResult as the CLI decides it;
-//                    the settingsRevision shown to tool code is the host's to replace, M15)
+//                    `message` is the tool's to read, `detail` the audit's)
 //   resolve_invocation {"request": {"name"}, "lineage": [TASK…, CALL], "registry"?: TABLE}
-//                    -> {"tool","settingsRevision"} | {"refused": {…}} (M15; the host shows the
-//                    tool an opaque identity of the settings revision, never the revision)
+//                    -> {"tool","settingsRevision"} | {"refused": {…}} (M15)
+//                    Both answer the real ids, for the host's store and audit: the host shows
+//                    tool code opaque identities in place of every task id and revision
+//                    (store/settings.h task_identity, revision_identity, settings_identity;
+//                    browser/host/tasks.js), since each is a hash a guess could confirm.
 //   check_task       {"task": TASK} -> {"task": TASK} (tasks::parse_task: shape, T3, and the id
 //                    re-hashed, T4; a task a store read back)
 //                    TASK is tasks::task_json's form; a lineage is root first, each task's
