@@ -107,9 +107,18 @@
     });
   }
   // --- Frames out (fd 1, blocking: nothing here ever creates process.stdout) --
+  // The text goes to writeSync as it is (one native call, no Buffer made:
+  // issue 19); only a write cut short (a signal, or someone made fd 1
+  // non-blocking) goes on from the bytes.
   function writeBytes(text) {
-    const bytes = ReflectApply(bufferFrom, Buffer, [text, 'utf8']);
     let offset = 0;
+    try {
+      offset = writeSync(1, text);
+    } catch (e) {
+      if (!(e && e.code === 'EAGAIN')) fatal(74, 'cannot write to the host');
+    }
+    if (offset === byteLength(text, 'utf8')) return;
+    const bytes = ReflectApply(bufferFrom, Buffer, [text, 'utf8']);
     while (offset < bytes.length) {
       try {
         offset += writeSync(1, bytes, offset, bytes.length - offset);
