@@ -220,7 +220,14 @@ std::optional<std::uint64_t> statm_resident(const Fd& statm) {
 std::optional<std::uint64_t> Sandbox::resident_bytes() const {
   auto runtime = statm_ ? statm_resident(statm_) : sandbox::resident_bytes(pid());
   if (!runtime) return std::nullopt;  // the runtime is gone
-  if (init_statm_) *runtime += statm_resident(init_statm_).value_or(0);
+  if (init_statm_) {
+    std::uint64_t init = init_rss_.load(std::memory_order_relaxed);
+    if (init == 0) {
+      init = statm_resident(init_statm_).value_or(0);
+      if (loaded_.load(std::memory_order_relaxed)) init_rss_.store(init, std::memory_order_relaxed);
+    }
+    *runtime += init;
+  }
   return runtime;
 }
 
@@ -326,8 +333,10 @@ Sandbox::Ended Sandbox::exchange(std::string_view first, Deadline deadline, cons
   };
 
   // Hands every complete line to on_line; nullopt when the exchange goes on.
+  std::size_t last_line = 0;  // bytes of the last line handed on, '\n' included
   auto take_lines = [&]() -> std::optional<Ended> {
     while (auto line = reader_.next()) {
+      last_line = line->size() + 1;
       auto taken = on_line(std::move(*line), out);
       if (!taken) return Ended{End::violation, std::move(taken.error().message)};
       if (*taken) return Ended{End::done, {}};
@@ -335,12 +344,14 @@ Sandbox::Ended Sandbox::exchange(std::string_view first, Deadline deadline, cons
     return std::nullopt;
   };
   // Reads what the child wrote to fd 1 until it would block, at most `rounds` reads.
+  std::size_t last_read = 0;  // bytes of the last read of fd 1
   auto read_stdout = [&](int rounds) -> std::optional<Ended> {
     for (int i = 0; i < rounds; ++i) {
       const ssize_t n = ::read(child_->stdout_fd(), chunk, kChunk);
       if (n < 0 && errno == EINTR) continue;
       if (n < 0 && errno == EAGAIN) return std::nullopt;
       if (n <= 0) return Ended{End::closed, {}};
+      last_read = static_cast<std::size_t>(n);
       if (!reader_.feed(std::string_view(chunk, static_cast<std::size_t>(n)))) {
         return Ended{End::violation, fmt::format("the sandbox sent a line longer than {} bytes", max_frame_bytes_)};
       }
@@ -360,8 +371,8 @@ Sandbox::Ended Sandbox::exchange(std::string_view first, Deadline deadline, cons
       logs.add_stderr(std::string_view(chunk, static_cast<std::size_t>(n)));
     }
   };
-  auto finish = [&](Ended ended) {
-    read_stderr(16);  // what the child wrote to fd 2 just before its last frame
+  auto finish = [&](Ended ended, bool stderr_seen = false) {
+    if (!stderr_seen) read_stderr(16);  // what the child wrote to fd 2 just before its last frame
     logs.flush_stderr();
     return ended;
   };
@@ -398,9 +409,20 @@ Sandbox::Ended Sandbox::exchange(std::string_view first, Deadline deadline, cons
       if (auto ended = input_closed()) return finish(std::move(*ended));
     }
     if (extra_at >= 0 && fds[extra_at].revents != 0) on_extra(out);  // may append frames to `out`
-    if (err_at >= 0 && fds[err_at].revents != 0) read_stderr(1);
+    const bool stderr_quiet = err_at < 0 || fds[err_at].revents == 0;
+    if (!stderr_quiet) read_stderr(1);
     if (fds[out_at].revents != 0) {
-      if (auto ended = read_stdout(1)) return finish(std::move(*ended));
+      const bool held = reader_.holds_bytes();
+      if (auto ended = read_stdout(1)) {
+        // The terminal frame alone in one read, with nothing held before it,
+        // written in one piece (at most PIPE_BUF bytes: atomic): it was all in
+        // the pipe when this poll looked, so everything the child wrote to
+        // fd 2 before it was too, and this poll found fd 2 empty. Reading
+        // fd 2 again would only answer EAGAIN (issue 19: a syscall per call).
+        const bool stderr_seen = stderr_quiet && ended->how == End::done && !held && last_read == last_line &&
+                                 last_read <= PIPE_BUF;
+        return finish(std::move(*ended), stderr_seen);
+      }
     }
     if (pid_at >= 0 && fds[pid_at].revents != 0) {
       // The child exited: take whatever it wrote before, then it is closed.
@@ -437,6 +459,7 @@ Sandbox::Loaded Sandbox::load(std::string_view load_frame, Deadline deadline, co
   loaded.logs = std::move(logs.entries);
   switch (ended.how) {
     case End::done:
+      loaded_.store(true, std::memory_order_relaxed);
       break;
     case End::cancelled:
       kill("cancelled");

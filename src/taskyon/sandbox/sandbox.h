@@ -6,6 +6,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -123,8 +124,11 @@ class Sandbox {
   // /proc/PID/statm opened once at start (one pread per reading: the memory
   // budget reads it after every call): the runtime's, plus, with a PID
   // namespace, its init's (a fork of the host holding a copy-on-write
-  // snapshot of its memory). Never below proportional_bytes(). Safe from any
-  // thread; nullopt when the runtime is gone.
+  // snapshot of its memory). The init's is read until the sandbox has loaded
+  // its code, then kept: by then the init only waits for the runtime, and a
+  // process that runs no code maps no new pages (reclaim can only lower it),
+  // so the kept figure stays at or above the truth. Never below
+  // proportional_bytes(). Safe from any thread; nullopt when the runtime is gone.
   std::optional<std::uint64_t> resident_bytes() const;
   // The sandbox's PSS, bytes (memory.h proportional_bytes()): the runtime's
   // plus its init's, so the memory budget counts every process a sandbox
@@ -168,6 +172,8 @@ class Sandbox {
   std::unique_ptr<char[]> chunk_;  // one read from a pipe (kChunk bytes), reused by every call
   Fd statm_;                       // /proc/PID/statm of the runtime, -1 if it could not be opened
   Fd init_statm_;                  // /proc/PID/statm of its init (PID namespace only), else -1
+  std::atomic<bool> loaded_{false};                   // a load frame was answered "ready"
+  mutable std::atomic<std::uint64_t> init_rss_{0};    // the init's RSS once loaded_, bytes; 0: not read yet
   bool stderr_open_ = true;
   std::uint64_t last_req_ = 0;  // the last capability request number seen (they count 1, 2, 3… per sandbox)
   static constexpr std::size_t kPastCalls = 64;
