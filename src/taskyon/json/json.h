@@ -38,6 +38,8 @@ struct ParseLimits {
 // form of its double (1152921504606847000, how JCS writes 2^60): canonical
 // text always parses back. Integers keep nlohmann's integer types; fractions
 // and exponents are read as the nearest double (1e-400 is 0), as JSON.parse does.
+// Whatever parse() accepts, canonicalize() accepts (the sandbox's frame
+// parser relies on it; fuzz/fuzz_json_parse.cc holds parse to it).
 Result<Value> parse(std::string_view text, const ParseLimits& limits = {});
 
 // RFC 8785 canonical serialization (UTF-8 bytes). Errc::not_canonical for NaN,

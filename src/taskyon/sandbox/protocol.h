@@ -66,9 +66,10 @@ std::expected<Frame, Violation> parse_load_reply(std::string_view line);
 // with ID the unsigned integer `id` and C, R unsigned integers: a cap or abort
 // frame may name an earlier call (Frame::call), which the sandbox refuses as a
 // stale context (S2). Lines are parsed by json::parse, so every accepted value
-// can be canonicalized (a result value is checked with json::canonicalize
-// too). Anything else (an unknown op included: there is no generic RPC, M1) is
-// a Violation.
+// can be canonicalized (json.h: canonicalize accepts whatever parse accepts;
+// fuzz/fuzz_frames.cc and fuzz_json_parse.cc hold both to it). A result frame
+// exactly as the harness writes it has only its value parsed. Anything else
+// (an unknown op included: there is no generic RPC, M1) is a Violation.
 std::expected<Frame, Violation> parse_call_reply(std::string_view line, std::uint64_t id);
 
 // {"type":"cap_result","req":R,"value":VALUE}\n or, for a failed reply,
