@@ -150,6 +150,9 @@ struct Pool::Impl {
 
   // A pre-started sandbox for a fresh call, or null. One that died or wrote
   // while it waited is destroyed (its reason recorded) and the next is tried.
+  // The filler is not woken here: the caller wakes it once its call has
+  // ended (refill_after), so starting the next spare — a fork of this
+  // process — never competes with the first call it was kept for.
   std::shared_ptr<Sandbox> take_spare() {
     if (config.prestart == 0) return nullptr;
     for (;;) {
@@ -160,7 +163,6 @@ struct Pool::Impl {
         spare = std::move(spares.front());
         spares.pop_front();
       }
-      filler_cv.notify_all();
       auto why = spare->idle_check();
       if (!why) return spare;
       {
@@ -416,8 +418,16 @@ struct Pool::Impl {
       load_frame = std::move(*encoded);
     }
     bool from_spare = false;
+    // Wakes the filler when this call ends, if it took or tried a spare.
+    struct RefillAfter {
+      std::condition_variable* cv = nullptr;
+      ~RefillAfter() {
+        if (cv) cv->notify_all();
+      }
+    } refill_after;
     if (fresh) {
       evict_for_room(slot.get());
+      if (config.prestart > 0) refill_after.cv = &filler_cv;
       sandbox = take_spare();
       from_spare = sandbox != nullptr;
       if (sandbox) {
