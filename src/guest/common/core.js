@@ -258,6 +258,7 @@
     let current = null;     // the call in progress: {id, waiting, controller, ended}, or null
     let logBytes = 0;       // log text sent for the current call, bytes
     let nextReq = 1;        // request numbers count 1, 2, 3… over the sandbox's life (the host checks)
+    let pipelined = null;   // {id, args}: a call frame that came while the code was loading
 
     // Sends one log frame for the current call. Logs outside a call are dropped.
     // Once more than maxLogBytes were sent, the rest of the call's logs are
@@ -576,6 +577,11 @@
       }
       tool = fn;
       writeFrame('{"type":"ready"}');
+      if (pipelined !== null) {
+        const { id, args } = pipelined;
+        pipelined = null;
+        runCall(id, args);
+      }
     }
 
     async function runCall(id, args) {
@@ -612,10 +618,16 @@
       if ((frame.type === 'cap_result' || frame.type === 'cap_error') && typeof frame.req === 'number') {
         return onReply(frame);
       }
-      if (frame.type === 'call' && tool !== null && current === null &&
+      if (frame.type === 'call' && current === null && pipelined === null &&
           typeof frame.id === 'number' && frame.id > 0 && frame.id % 1 === 0 && 'args' in frame) {
-        runCall(frame.id, frame.args);
-        return;
+        if (tool !== null) {
+          runCall(frame.id, frame.args);
+          return;
+        }
+        if (loading) {  // the first call, sent right behind the load frame: it runs once loaded
+          pipelined = { id: frame.id, args: frame.args };
+          return;
+        }
       }
       io.fatal(65, 'unexpected host frame');
     }

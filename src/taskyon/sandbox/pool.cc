@@ -325,8 +325,10 @@ struct Pool::Impl {
                           bool* load_crashed = nullptr) {
     CallOutcome outcome;
     outcome.fresh_sandbox = fresh;
+    std::size_t call_sent = 0;  // bytes of the call frame sent behind the load frame
     if (fresh) {
-      Sandbox::Loaded loaded = sandbox.load(load_frame, deadline, request.cancel);
+      Sandbox::Loaded loaded = sandbox.load(load_frame, deadline, request.cancel, call_frame);
+      call_sent = loaded.call_sent;
       if (loaded.machinery) return std::unexpected(std::move(*loaded.machinery));
       if (load_crashed) *load_crashed = loaded.status == Status::crashed;
       if (loaded.status != Status::ok) {
@@ -337,8 +339,9 @@ struct Pool::Impl {
         return outcome;
       }
     }
-    CallOutcome called = sandbox.call(id, call_frame, deadline, request.capabilities, request.cancel, request.attribution,
-                                      request.on_log, request.on_progress);
+    CallOutcome called = sandbox.call(id, std::string_view(call_frame).substr(call_sent), deadline,
+                                      request.capabilities, request.cancel, request.attribution, request.on_log,
+                                      request.on_progress);
     called.fresh_sandbox = fresh;
     if (std::string reason = failure_reason(called.status); !reason.empty()) called.destroyed = std::move(reason);
     return called;

@@ -96,6 +96,7 @@ struct Sandbox::LogBook {
 
   // Raw bytes from the child's fd 2: one "stderr" entry per line.
   void add_stderr(std::string_view bytes) {
+    if (raw_stderr) raw_stderr->append(bytes);
     if (truncated) return;
     for (;;) {
       const std::size_t newline = bytes.find('\n');
@@ -115,6 +116,7 @@ struct Sandbox::LogBook {
 
   std::size_t max_bytes;
   const std::function<void(const LogEntry&)>* sink = nullptr;  // CallRequest::on_log, as entries are kept
+  std::string* raw_stderr = nullptr;  // also gets every byte of fd 2 as read (a pipelined load)
   std::size_t used = 0;
   bool truncated = false;
   std::vector<LogEntry> entries;
@@ -371,9 +373,11 @@ Sandbox::Ended Sandbox::exchange(std::string_view first, Deadline deadline, cons
       logs.add_stderr(std::string_view(chunk, static_cast<std::size_t>(n)));
     }
   };
+  const std::size_t first_size = first.size();
   auto finish = [&](Ended ended, bool stderr_seen = false) {
     if (!stderr_seen) read_stderr(16);  // what the child wrote to fd 2 just before its last frame
     logs.flush_stderr();
+    ended.first_sent = first_size - first.size();
     return ended;
   };
 
@@ -443,9 +447,20 @@ std::string Sandbox::closed_message(std::string_view during) {
   return fmt::format("the sandbox {} {}", describe_wait_status(status), during);
 }
 
-Sandbox::Loaded Sandbox::load(std::string_view load_frame, Deadline deadline, const CancelToken& cancel) {
+Sandbox::Loaded Sandbox::load(std::string_view load_frame, Deadline deadline, const CancelToken& cancel,
+                              std::string_view then) {
   Loaded loaded;
+  std::string frames;
+  carried_stderr_.clear();
+  if (!then.empty()) {
+    frames.reserve(load_frame.size() + then.size());
+    frames.append(load_frame).append(then);
+  }
   LogBook logs(max_log_bytes_);
+  // With a pipelined call, fd 2 may already hold what that call wrote: every
+  // byte read here is kept for it too, and it gets them all if the load
+  // succeeds (a failed load keeps them as its own logs, as before).
+  if (!then.empty()) logs.raw_stderr = &carried_stderr_;
   auto on_line = [&](std::string line, std::string&) -> std::expected<bool, protocol::Violation> {
     auto frame = protocol::parse_load_reply(line);
     if (!frame) return std::unexpected(std::move(frame.error()));
@@ -455,8 +470,13 @@ Sandbox::Loaded Sandbox::load(std::string_view load_frame, Deadline deadline, co
     }
     return true;
   };
-  Ended ended = exchange(load_frame, deadline, cancel, on_line, logs, [] { return -1; }, [](std::string&) {});
+  Ended ended = exchange(then.empty() ? load_frame : std::string_view(frames), deadline, cancel, on_line, logs,
+                         [] { return -1; }, [](std::string&) {});
   loaded.logs = std::move(logs.entries);
+  if (ended.how == End::done && ended.first_sent < load_frame.size()) {
+    ended = Ended{End::violation, "the sandbox answered before it had read its load frame"};
+  }
+  loaded.call_sent = ended.first_sent > load_frame.size() ? ended.first_sent - load_frame.size() : 0;
   switch (ended.how) {
     case End::done:
       loaded_.store(true, std::memory_order_relaxed);
@@ -503,6 +523,10 @@ CallOutcome Sandbox::call(std::uint64_t id, std::string_view call_frame, Deadlin
   CallOutcome outcome;
   LogBook logs(max_log_bytes_);
   logs.sink = &on_log;
+  if (!carried_stderr_.empty()) {  // fd 2 as read while this call's load frame was answered
+    logs.add_stderr(carried_stderr_);
+    carried_stderr_.clear();
+  }
   CapabilityRunner runner(revision_, capabilities, deadline);
   std::size_t progress_frames = 0;
   auto on_line = [&](std::string line, std::string& out) -> std::expected<bool, protocol::Violation> {
