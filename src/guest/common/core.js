@@ -256,6 +256,7 @@
     let tool = null;        // the loaded function
     let loading = false;    // a load frame arrived; loading is in progress or done
     let current = null;     // the call in progress: {id, waiting, controller, ended}, or null
+                            // (waiting: a Map req -> waiter, made with the call's first request)
     let logBytes = 0;       // log text sent for the current call, bytes
     let nextReq = 1;        // request numbers count 1, 2, 3… over the sandbox's life (the host checks)
     let pipelined = null;   // {id, args}: a call frame that came while the code was loading
@@ -418,13 +419,14 @@
       return new PromiseCtor((resolve, reject) => {
         let onAbort = null;
         const settle = () => { if (onAbort !== null) removeEventListener(signal, 'abort', onAbort); };
+        if (call.waiting === null) call.waiting = new MapCtor();
         mapSet(call.waiting, req, {
           resolve: (value) => { settle(); resolve(value); },
           reject: (error) => { settle(); reject(error); },
         });
         if (signal !== undefined) {
           onAbort = () => {
-            if (mapGet(call.waiting, req) === undefined) return;
+            if (call.waiting === null || mapGet(call.waiting, req) === undefined) return;
             mapDelete(call.waiting, req);
             if (call === current && !call.ended) writeFrame('{"type":"abort","id":' + call.id + ',"req":' + req + '}');
             reject(signalReason(signal));
@@ -438,7 +440,7 @@
     // A reply for a request nobody waits for any more (aborted by its signal,
     // or its call ended) is dropped.
     function onReply(frame) {
-      if (current === null) return;
+      if (current === null || current.waiting === null) return;
       const waiter = mapGet(current.waiting, frame.req);
       if (waiter === undefined) return;
       mapDelete(current.waiting, frame.req);
@@ -513,11 +515,13 @@
 
     // A fresh, frozen context for one call: every capability in it is bound to
     // that call and refused once it has ended; `signal` aborts when it ends.
-    // `signal` is an own, enumerable getter, as an object literal's would be,
-    // but one shared function that finds its call in a private field stamped
-    // on the context (issue 19: a literal getter is a new closure, hence a new
+    // `signal` and `storage` are own, enumerable getters, each one shared
+    // function that finds its call in a private field stamped on the context
+    // (issue 19: an object literal's getter is a new closure, hence a new
     // hidden class, per call — three quarters of the harness's work in a warm
-    // call). Nothing but the harness can read the field.
+    // call). Nothing but the harness can read the field. `storage` is made
+    // when first read, then the same frozen object: most calls never use it,
+    // and its four functions were a fifth of the garbage a warm call left.
     class Stamp { constructor(object) { return object; } }
     class CallOf extends Stamp {
       #call;
@@ -529,22 +533,32 @@
       get: function signal() { return signalOf(callOf(this)); },
       enumerable: true, configurable: true,
     });
-    function contextFor(call) {
-      const req = (op, args) => request(call, op, args, undefined);
-      const context = {
-        fetch: function fetch(input, init) { return fetchFor(call, input, init); },
-        progress: (value, total, message) => emitProgress(call, value, total, message),
-        createSubtasksResult: (drafts) => req('createSubtasksResult', { drafts }),
-        resolveInvocation: (name) => req('resolveInvocation', { name: StringCtor(name) }),
-        storage: freeze({
+    function storageOf(call) {
+      if (call.storage === null) {
+        const req = (op, args) => request(call, op, args, undefined);
+        call.storage = freeze({
           get: (key) => req('storage.get', { key: StringCtor(key) }),
           set: (key, value) => req('storage.set', { key: StringCtor(key), value: value === undefined ? null : value }),
           delete: (key) => req('storage.delete', { key: StringCtor(key) }),
           list: (prefix) => req('storage.list', { prefix: prefix === undefined ? '' : StringCtor(prefix) }),
-        }),
+        });
+      }
+      return call.storage;
+    }
+    const storageProperty = freeze({
+      get: function storage() { return storageOf(callOf(this)); },
+      enumerable: true, configurable: true,
+    });
+    function contextFor(call) {
+      const context = {
+        fetch: function fetch(input, init) { return fetchFor(call, input, init); },
+        progress: (value, total, message) => emitProgress(call, value, total, message),
+        createSubtasksResult: (drafts) => request(call, 'createSubtasksResult', { drafts }, undefined),
+        resolveInvocation: (name) => request(call, 'resolveInvocation', { name: StringCtor(name) }, undefined),
       };
       new CallOf(context, call);  // stamps the private field on `context`
       defineProperty(context, 'signal', signalProperty);
+      defineProperty(context, 'storage', storageProperty);
       return freeze(context);
     }
 
@@ -554,7 +568,7 @@
     // its signal aborts, which is how tool code learns the call was stopped.
     function endCall(call) {
       call.ended = true;
-      call.waiting = new MapCtor();
+      call.waiting = null;
       if (call.controller !== null) abortCall(call);
     }
 
@@ -585,7 +599,8 @@
     }
 
     async function runCall(id, args) {
-      const call = { id, waiting: new MapCtor(), controller: null, ended: false };  // controller: signalOf()
+      // waiting: request(); controller: signalOf(); storage: storageOf()
+      const call = { id, waiting: null, controller: null, ended: false, storage: null };
       current = call;
       logBytes = 0;
       progressFrames = 0;
