@@ -50,6 +50,11 @@ Result<Value> parse(std::string_view text, const ParseLimits& limits = {});
 // not UTF-8 shown as \xNN). Any nesting depth: no recursion.
 Result<std::string> canonicalize(const Value& value);
 
+// canonicalize(), appended to `out` (its capacity kept: a caller that reuses
+// one string allocates a large text's memory once). On an error `out` may
+// hold part of the text.
+Result<void> canonicalize_into(const Value& value, std::string& out);
+
 // ECMAScript Number::toString(x) (ECMA-262 §6.1.6.1.20) for a finite double:
 // "1e+21", "1e-7", "0.30000000000000004", "0" for -0, "5e-324".
 // Errc::not_canonical for NaN and ±Infinity.

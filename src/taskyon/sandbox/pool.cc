@@ -532,13 +532,31 @@ Result<CallOutcome> Pool::call(const CallRequest& request) {
     auto node = impl_->node_path();
     if (!node) return std::unexpected(std::move(node.error()));
     const std::uint64_t id = impl_->next_call_id.fetch_add(1);
-    auto call_frame = protocol::encode_call(id, request.args, impl_->config.max_frame_bytes);
-    if (!call_frame) return std::unexpected(std::move(call_frame.error()));
+    // The frame goes into this thread's reused string (issue 19: a fresh one
+    // per call cost a 100 KiB argument its allocation and page faults each
+    // time); one above 1 MiB is given back after the call. A call made from
+    // inside a call on this thread (an on_log callback) gets its own.
+    thread_local std::string reused_frame;
+    thread_local bool reused_busy = false;
+    std::string own_frame;
+    const bool reuse = !reused_busy;
+    std::string& call_frame = reuse ? reused_frame : own_frame;
+    struct Release {
+      bool reuse;
+      ~Release() {
+        if (!reuse) return;
+        reused_busy = false;
+        if (reused_frame.capacity() > (1u << 20)) std::string().swap(reused_frame);
+      }
+    } release{reuse};
+    if (reuse) reused_busy = true;
+    if (auto written = protocol::encode_call_into(call_frame, id, request.args, impl_->config.max_frame_bytes); !written)
+      return std::unexpected(std::move(written.error()));
 
     if (impl_->interrupted_flag.load()) return impl_->refused(false);
     auto outcome = request.mode == Mode::disposable
-                       ? impl_->call_disposable(request, *node, id, *call_frame, deadline)
-                       : impl_->call_retained(request, *node, id, *call_frame, deadline);
+                       ? impl_->call_disposable(request, *node, id, call_frame, deadline)
+                       : impl_->call_retained(request, *node, id, call_frame, deadline);
     if (!outcome) return outcome;
     // After every call: back inside the budget. The sandbox just used is the
     // most recently used, so it goes last.

@@ -95,25 +95,38 @@ Result<std::string> encode_load(std::string_view code, std::size_t max_frame_byt
   return std::move(*line);
 }
 
-Result<std::string> encode_call(std::uint64_t id, const json::Value& args, std::size_t max_frame_bytes) {
-  // The args are dumped straight into the frame: no copy of their DOM
-  // (issue 19: the copy was 88 % of the host's time at 100 KiB).
-  std::string body;
-  try {
-    body = args.dump(-1, ' ', false, json::Value::error_handler_t::strict);
-  } catch (const json::Value::exception&) {
-    return fail(Errc::invalid_arguments, "the call arguments hold a string that is not valid UTF-8");
+Result<void> encode_call_into(std::string& line, std::uint64_t id, const json::Value& args,
+                              std::size_t max_frame_bytes) {
+  // The args are written straight into the frame by the canonical writer (no
+  // copy of their DOM or of their text; a fifth faster than nlohmann's dump):
+  // what tool code receives is what the call's task hashed, and a value JSON
+  // cannot carry unchanged is refused, never rounded by the harness's
+  // JSON.parse (DESIGN §2).
+  line.clear();
+  line.append(R"({"args":)");
+  if (auto written = json::canonicalize_into(args, line); !written) {
+    line.clear();
+    const Error& e = written.error();
+    if (e.code != Errc::not_canonical) return std::unexpected(e);
+    return fail(Errc::invalid_arguments,
+                fmt::format("the call arguments cannot be sent as JSON: {}", e.message),
+                e.where);
   }
-  // Members in the order nlohmann writes them (sorted), as before.
-  const std::string tail = fmt::format(R"(,"id":{},"type":"call"}})" "\n", id);
-  constexpr std::string_view head = R"({"args":)";
-  if (head.size() + body.size() + tail.size() > max_frame_bytes) {
+  char digits[24];
+  const char* const digits_end = std::to_chars(digits, digits + sizeof digits, id).ptr;
+  line.append(R"(,"id":)").append(digits, static_cast<std::size_t>(digits_end - digits)).append(R"(,"type":"call"})" "\n");
+  if (line.size() > max_frame_bytes) {
+    line.clear();
     return fail(Errc::invalid_arguments,
                 fmt::format("the call arguments do not fit in one {}-byte frame", max_frame_bytes));
   }
+  return {};
+}
+
+Result<std::string> encode_call(std::uint64_t id, const json::Value& args, std::size_t max_frame_bytes) {
   std::string line;
-  line.reserve(head.size() + body.size() + tail.size());
-  line.append(head).append(body).append(tail);
+  if (auto written = encode_call_into(line, id, args, max_frame_bytes); !written)
+    return std::unexpected(std::move(written.error()));
   return line;
 }
 

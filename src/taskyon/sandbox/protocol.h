@@ -30,9 +30,16 @@ inline constexpr std::size_t kMaxDepth = 512;
 Result<std::string> encode_load(std::string_view code, std::size_t max_frame_bytes,
                                 const json::Value* modules = nullptr);
 
-// {"type":"call","id":ID,"args":ARGS}\n. Errc::invalid_arguments when the args
-// hold invalid UTF-8 or the frame would exceed max_frame_bytes.
+// {"type":"call","id":ID,"args":ARGS}\n with ARGS in RFC 8785 form.
+// Errc::invalid_arguments when json::canonicalize refuses the args (invalid
+// UTF-8, NaN or ±Infinity, an integer a double cannot hold: JSON.parse would
+// change it) or the frame would exceed max_frame_bytes.
 Result<std::string> encode_call(std::uint64_t id, const json::Value& args, std::size_t max_frame_bytes);
+// The same frame written into `line` (emptied first; empty again on an
+// error). Its capacity is kept: a caller that reuses one string allocates,
+// and the kernel maps, a large frame's memory once, not per call.
+Result<void> encode_call_into(std::string& line, std::uint64_t id, const json::Value& args,
+                              std::size_t max_frame_bytes);
 
 // Why a child frame was refused, for people.
 struct Violation {
