@@ -20,7 +20,7 @@
   //                              (a runtime module by name, kSafeBuiltins only) its
   //                              process.getBuiltinModule
   //   io.limits                  {maxFrameBytes, maxLogBytes, maxDepth} from the host's argv
-  // and gets back {emitLog, onLine, describe}.
+  // and gets back {emitLog, onLine, describe, warmUp}.
   function guestCore(io) {
     // Snapshots, taken before any tool code runs. Harness integrity is not a
     // security property (the host validates every frame); these keep an
@@ -648,5 +648,20 @@
     }
 
     defineProperty(globalThis, 'fetch', { value: idleFetch, configurable: true, enumerable: true, writable: true });
-    return { emitLog, onLine, describe };
+    // Runs the call path's functions once on a call that never starts (no
+    // frame is written, nothing of it is kept), so that the runtime compiles
+    // them while a pre-started sandbox waits instead of during its first call
+    // (issue 19). Only before a load frame came; false (and nothing done) after.
+    function warmUp() {
+      if (loading) return false;
+      const call = { id: 0, waiting: null, controller: null, ended: true, storage: null };
+      contextFor(call);
+      resultFrame(0, { warm: [1, 'up'] });
+      errorFrame(0, describe(new ErrorCtor('warm')));
+      endCall(call);
+      onLine('{"type":"cap_result","req":0,"value":null}');  // no call runs: dropped
+      return true;
+    }
+
+    return { emitLog, onLine, describe, warmUp };
   }

@@ -207,7 +207,7 @@
   let decoder = null;   // a line's decoder once it spans chunks, else null
   let pendingText = '';
   let pendingBytes = 0;
-  input.on('data', (chunk) => {
+  function onData(chunk) {
     let start = 0;
     for (;;) {
       const newline = bytesIndexOf(chunk, 10, start);
@@ -230,6 +230,19 @@
       if (decoder === null) decoder = new StringDecoder('utf8');
       pendingText += decoderWrite(decoder, bytesSubarray(chunk, start));
     }
+  }
+  input.on('data', onData);
+
+  // A pre-started sandbox waits for its load frame: its first call's paths
+  // (this reader, the core's call path, the vm compiler, fd 1's string
+  // writer) run once now, so the runtime compiles and initializes them
+  // before that call (issue 19). A fresh sandbox's frames are already in the
+  // pipe when the loop first looks, so its load has begun and nothing runs.
+  setImmediate(function warmUp() {
+    if (decoder !== null || !core.warmUp()) return;
+    onData(ReflectApply(bufferFrom, Buffer, ['{"type":"cap_result","req":0,"value":null}\n', 'utf8']));
+    ReflectApply(runInThisContext, vm, ['(() => 0\n)', { filename: 'warm-up.js' }]);
+    writeBytes('');  // no bytes reach the host
   });
   input.on('end', () => exit(0));
   input.on('error', () => exit(0));
