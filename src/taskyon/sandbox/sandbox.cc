@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cerrno>
 #include <climits>
@@ -210,11 +211,16 @@ std::optional<std::uint64_t> statm_resident(const Fd& statm) {
   char text[128];
   const ssize_t n = ::pread(statm.get(), text, sizeof text - 1, 0);
   if (n <= 0) return std::nullopt;
-  text[n] = '\0';
-  unsigned long long size = 0, resident = 0;
-  if (std::sscanf(text, "%llu %llu", &size, &resident) != 2) return std::nullopt;
+  // "size resident shared …": the second number (from_chars: no locale, no
+  // scanf machinery on the budget's per-call path).
+  const char* const end = text + n;
+  std::uint64_t size = 0, resident = 0;
+  auto got = std::from_chars(text, end, size);
+  if (got.ec != std::errc() || got.ptr == end || *got.ptr != ' ') return std::nullopt;
+  got = std::from_chars(got.ptr + 1, end, resident);
+  if (got.ec != std::errc()) return std::nullopt;
   static const auto page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
-  return static_cast<std::uint64_t>(resident) * page;
+  return resident * page;
 }
 
 }  // namespace
