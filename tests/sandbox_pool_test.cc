@@ -169,6 +169,35 @@ TEST(SandboxProtocol, RefusesAnythingElse) {
   EXPECT_FALSE(protocol::parse_load_reply(R"({"type":"result","id":1,"value":1})").has_value());
 }
 
+// A result frame exactly as the harness writes it has only its value parsed
+// (issue 19); it must read as the full parser reads it, and refuse what that refuses.
+TEST(SandboxProtocol, AResultFrameReadsTheSameWhicheverWayItIsWritten) {
+  for (const std::string& value : {
+           std::string("3"), std::string("null"), std::string(R"("caf\u00e9 \ud83d\ude00")"),
+           std::string(R"({"b":[1,2.5,-0,1e21,{"c":null}],"a":"x"})"), std::string(510, '[') + std::string(510, ']'),
+       }) {
+    const std::string plain = R"({"type":"result","id":7,"value":)" + value + "}";
+    const std::string spaced = R"({ "type": "result", "id": 7, "value": )" + value + " }";
+    auto fast = protocol::parse_call_reply(plain, 7);
+    auto full = protocol::parse_call_reply(spaced, 7);
+    ASSERT_TRUE(fast.has_value()) << fast.error().message;
+    ASSERT_TRUE(full.has_value()) << full.error().message;
+    EXPECT_EQ(fast->kind, protocol::Frame::Kind::result);
+    EXPECT_EQ(fast->value, full->value) << value.substr(0, 40);
+  }
+  for (const std::string& line : {
+           std::string(R"({"type":"result","id":7,"value":1,"value":2})"),  // duplicate member
+           std::string(R"({"type":"result","id":7,"value":1}})"),           // trailing bytes
+           std::string(R"({"type":"result","id":70,"value":1})"),           // another id, same digits first
+           std::string(R"({"type":"result","id":07,"value":1})"),           // not JSON
+           std::string(R"({"type":"result","id":7,"value":1,"x":{}})"),     // extra member
+           std::string(R"({"type":"result","id":7,"value":18446744073709551615})"),  // not canonicalizable
+           std::string(R"({"type":"result","id":7,"value":)") + std::string(512, '[') + std::string(512, ']') + "}",
+       }) {
+    EXPECT_FALSE(protocol::parse_call_reply(line, 7).has_value()) << line.substr(0, 80);
+  }
+}
+
 TEST(SandboxProtocol, LineReaderSplitsLinesAcrossFeeds) {
   protocol::LineReader reader(11);  // lines up to 10 bytes
   ASSERT_TRUE(reader.feed("abc\nde"));
