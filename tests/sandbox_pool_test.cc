@@ -373,6 +373,34 @@ TEST(SandboxPool, ResultLargerThanAFrameIsABoundaryFailure) {
   EXPECT_EQ(fits.value.get<std::string>().size(), 600000u);
 }
 
+// Every call's context: a frozen plain object with the same members as ever;
+// storage and signal are getters (issue 19), storage one frozen object per call.
+TEST(SandboxPool, TheContextKeepsItsShape) {
+  Pool pool;
+  const std::string code = R"((args, context) => {
+      const storage = context.storage;
+      return {
+        keys: Object.keys(context).sort(),
+        frozen: Object.isFrozen(context) && Object.isFrozen(storage),
+        plain: Object.getPrototypeOf(context) === Object.prototype,
+        same: storage === context.storage && context.signal === context.signal,
+        aborted: context.signal.aborted,
+        fresh: globalThis.last !== storage && (globalThis.last = storage) !== undefined,
+      };
+    })";
+  for (int i = 0; i < 2; ++i) {
+    auto out = run(pool, request(rev("shape"), code));
+    ASSERT_EQ(out.status, Status::ok) << out.error;
+    EXPECT_EQ(out.value["keys"], (Value{"createSubtasksResult", "fetch", "progress", "resolveInvocation", "signal",
+                                        "storage"}));
+    EXPECT_EQ(out.value["frozen"], true);
+    EXPECT_EQ(out.value["plain"], true);
+    EXPECT_EQ(out.value["same"], true);
+    EXPECT_EQ(out.value["aborted"], false);
+    EXPECT_EQ(out.value["fresh"], true) << "call " << i;  // each call has its own storage object
+  }
+}
+
 TEST(SandboxPool, PermissionModelDeniesFilesystem) {
   Pool pool;
   auto out = run(pool, request(rev("fs"), "() => require('fs').readFileSync('/etc/passwd', 'utf8')"));
