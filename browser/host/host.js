@@ -24,6 +24,7 @@ import { loadPyodideFiles, pythonAssets } from './python.js';
 export { refuseAll } from './policy.js';
 export { sandboxCsp } from './sandbox.js';
 export { forgetPyodideFiles, loadPyodideFiles, PYODIDE_CACHE } from './python.js';
+export { PYODIDE_MANIFEST } from './pyodide-manifest.js';
 
 /** Every open SandboxHost of this page: recycling the renderer needs them all. */
 const openHosts = new Set();
@@ -45,6 +46,7 @@ export class SandboxHost {
    *        negative controls for the checks (sandbox.js); never in a product page
    * @param {Element} [o.container] where sandbox iframes go (document.body)
    * @param {URL|string} [o.pyodideBase] folder of Pyodide's core files (python.js checks each by its id)
+   * @param {URL|string} [o.wheelBase] folder of the shipped wheels (default browser/wheels/; checked by id the same way)
    * @param {(request: {op: string, key: string, json: string|null}, who: {revision: string, tool: string, live: () => boolean}) => Promise<any>} [o.storage]
    *        context.storage for tool code (store.js storageCapability(store)); default: every operation denied
    * @param {(request: {op: string, json: string}, who: {revision: string, tool: string, task: string|null, already: number, live: () => boolean}) => Promise<any>} [o.tasks]
@@ -66,6 +68,7 @@ export class SandboxHost {
     this._assets = null;
     this._pythonAssets = null;
     this._pyodideBase = new URL(o.pyodideBase || '../../node_modules/pyodide/', import.meta.url);
+    this._wheelBase = new URL(o.wheelBase || '../wheels/', import.meta.url);
     this._retained = new Map();  // key -> Sandbox
     this._queues = new Map();    // key -> tail promise
     this._live = new Set();      // every live sandbox, retained or disposable
@@ -95,7 +98,7 @@ export class SandboxHost {
       this._pythonAssets = (async () => {
         const js = await this.assets();
         const harness = await (await fetchAsset(this._assetsBase, 'python_harness.js')).text();
-        return pythonAssets(js, harness, await loadPyodideFiles(this._pyodideBase), this._testing);
+        return pythonAssets(js, harness, await loadPyodideFiles(this._pyodideBase, { wheelBase: this._wheelBase }), this._testing);
       })();
       this._pythonAssets.catch(() => { this._pythonAssets = null; });  // a refused file is retried next time, never half-used
     }
