@@ -47,15 +47,18 @@ export class SandboxHost {
    * @param {Element} [o.container] where sandbox iframes go (document.body)
    * @param {URL|string} [o.pyodideBase] folder of Pyodide's core files (python.js checks each by its id)
    * @param {URL|string} [o.wheelBase] folder of the shipped wheels (default browser/wheels/; checked by id the same way)
-   * @param {(request: {op: string, key: string, json: string|null}, who: {revision: string, tool: string, live: () => boolean}) => Promise<any>} [o.storage]
+   * @param {(request: {op: string, key: string, json: string|null}, who: {revision: string, tool: string, task: string|null, run: string|null, live: () => boolean}) => Promise<any>} [o.storage]
    *        context.storage for tool code (store.js storageCapability(store)); default: every operation denied
-   * @param {(request: {op: string, json: string}, who: {revision: string, tool: string, task: string|null, already: number, live: () => boolean}) => Promise<any>} [o.tasks]
+   * @param {(request: {op: string, json: string}, who: {revision: string, tool: string, task: string|null, run: string|null, already: number, live: () => boolean}) => Promise<any>} [o.tasks]
    *        context.createSubtasksResult and context.resolveInvocation (tasks.js taskCapability(store, core)); default: denied
+   * @param {(row: {seq: number, at: number, event: string, sandbox: number, tool: string, revision: string, session: string, reason: string, detail: string}) => void} [o.onRecord]
+   *        told of every sandbox log row as it is written (server.js ServerRuns.sandboxLog sends destructions to the server's log)
    */
   constructor(o = {}) {
     this._decide = o.decide || refuseAll;
     this._storage = o.storage || null;
     this._tasks = o.tasks || null;
+    this._onRecord = o.onRecord || null;
     this._assetsBase = new URL(o.assetsBase || '../sandbox/', import.meta.url);
     this._fetchOptions = o.fetchOptions || {};
     this._egress = o.egress ? egressOptions(o.egress) : null;
@@ -83,8 +86,12 @@ export class SandboxHost {
   }
 
   _record(event, sb, reason = '', detail = '') {
-    this.log.push({ seq: this.log.length + 1, at: performance.now(), event, sandbox: sb.id, tool: sb.tool,
-      revision: sb.revision, session: sb.session, reason, detail });
+    const row = { seq: this.log.length + 1, at: performance.now(), event, sandbox: sb.id, tool: sb.tool,
+      revision: sb.revision, session: sb.session, reason, detail };
+    this.log.push(row);
+    if (this._onRecord) {
+      try { this._onRecord({ ...row }); } catch { /* a listener's failure is its own */ }
+    }
   }
 
   async assets() {
@@ -126,10 +133,12 @@ export class SandboxHost {
   /**
    * Runs one call of a tool revision.
    * @param {{tool: string, revision: string, session?: string, code: string, args?: unknown,
-   *          timeoutMs?: number, disposable?: boolean, signal?: AbortSignal, runtime?: 'js'|'python', task?: string}} c
-   *   task: the call's task id in the browser store (store.compileCall), for createSubtasksResult and resolveInvocation
+   *          timeoutMs?: number, disposable?: boolean, signal?: AbortSignal, runtime?: 'js'|'python', task?: string, run?: string}} c
+   *   task: the call's task id in the store (store.compileCall, or the server's: server.js), for createSubtasksResult and resolveInvocation
+   *   run: the server's run of the call (server.js ServerRuns), handed to the storage and tasks functions
    *   runtime 'python': code is Python source run by Pyodide (python.js, docs/browser.md "Browser Python")
-   * @returns {Promise<{ok: boolean, value?: unknown, error?: {code: string, message: string}, logs: object[], sandbox?: number}>}
+   * @returns {Promise<{ok: boolean, value?: unknown, error?: {code: string, name?: string, message: string}, logs: {level: string, text: string}[],
+   *                     sandbox?: number, sandboxKept?: boolean}>}
    *   error.code is the destruction reason when the sandbox was destroyed, the thrown
    *   error's code (or "tool_error") when the tool threw and the sandbox was kept.
    */
@@ -235,7 +244,8 @@ export class SandboxHost {
 function keyOf(revision, session) { return JSON.stringify([revision, session]); }
 
 async function runOn(sb, c, timeoutMs) {
-  const r = await sb.run(c.args ?? {}, { timeoutMs, signal: c.signal, task: typeof c.task === 'string' ? c.task : null });
+  const r = await sb.run(c.args ?? {}, { timeoutMs, signal: c.signal, task: typeof c.task === 'string' ? c.task : null,
+    run: typeof c.run === 'string' ? c.run : null });
   return { ...r, sandbox: sb.id };
 }
 

@@ -938,6 +938,75 @@ const checks = [
     expect(strict.upstreamLog.length === 1, 'the upstream saw ' + strict.upstreamLog.length);
     return `the page at /page/<token>/tests/page.html, strict fetch through its own origin's /v1/fetch: 200; tool code saw ${seen.value}`;
   }],
+
+  ['B8', 'page_runs_in_the_server_store', 'a page using the server\'s store (server.js ServerRuns) runs the code the server pinned; the tool\'s storage and tree requests are the server\'s decisions (storage denied until `tycli grant storage`, subtasks compiled as children of the server\'s call task); call, subtasks and result (runtime browser) are in the server\'s store, so tycli task tree, audit and sandbox log show what the browser did; a run takes no request after its result', async (env) => {
+    const { page } = env;
+    const s = await strictEnv();
+    const PLANNER = `async ({n}, context) => {
+  const out = {};
+  try { await context.storage.set('k', {n}); out.set = 'ok'; } catch (e) { out.set = e.code; }
+  try { out.got = await context.storage.get('k'); } catch (e) { out.got = e.code; }
+  const made = await context.createSubtasksResult([{role: 'assistant', content: {message: 'from the browser ' + n}}]);
+  out.made = made.length + ':' + String(made[0].id).split(':')[0];
+  out.resolved = Object.keys(await context.resolveInvocation('planner')).sort().join();
+  console.log('planner ran ' + n);
+  return out;
+}`;
+    const def = { name: 'planner', description: 'a browser run', parameters: { type: 'object', properties: { n: { type: 'integer' } }, required: ['n'] },
+      execution: 'sandboxed-code', runtime: 'javascript', code: PLANNER };
+    const stuck = { ...def, name: 'stuckrun', code: '() => { while (true) {} }', parameters: { type: 'object' } };
+    const r = await page.evaluate(async ({ token, def, stuck }) => {
+      const t = window.taskyon;
+      const install = async (d) => (await fetch('/serve/v1/tools', { method: 'POST', headers: { Authorization: 'Bearer ' + token }, body: JSON.stringify(d) })).json();
+      const revision = (await install(def)).revision;
+      const stuckRevision = (await install(stuck)).revision;
+      window.__token = token;
+      const server = new t.server.ServerRuns({ token, base: '/serve' });
+      if (window.h) window.h.close();
+      const host = new t.SandboxHost({ egress: server.egress(), ...server.capabilities(), onRecord: server.sandboxLog });
+      window.h = host;
+      const first = await server.call(host, { tool: 'planner', args: { n: 1 } });
+      const refusedArgs = await server.call(host, { tool: 'planner', args: { n: 'x' } });
+      return { revision, stuckRevision, first, refusedArgs };
+    }, { token: s.token, def, stuck });
+    expect(r.first.ok && r.first.value.set === 'denied' && r.first.value.got === 'denied', 'first run (no storage grant): ' + JSON.stringify(r.first.value ?? r.first.error));
+    expect(r.first.value.made === '1:hmac-sha256' && r.first.value.resolved === 'settings,tool', 'tree requests: ' + JSON.stringify(r.first.value));
+    expect(!r.refusedArgs.ok && r.refusedArgs.error.code === 'invalid_arguments' && r.refusedArgs.logs.length === 0, 'bad arguments ran: ' + JSON.stringify(r.refusedArgs));
+    s.cli(['grant', 'storage', 'planner']);
+    const second = await page.evaluate(async () => {
+      const server = new window.taskyon.server.ServerRuns({ token: window.__token, base: '/serve' });
+      return server.call(window.h, { tool: 'planner', args: { n: 2 } });
+    });
+    expect(second.ok && second.value.set === 'ok' && second.value.got?.n === 2, 'second run (granted): ' + JSON.stringify(second.value ?? second.error));
+    // What the CLI sees in the server's store.
+    const tree = s.cli(['task', 'tree', second.task])[0];
+    const result = tree.children.find((c) => c.role === 'tool');
+    const made = tree.children.find((c) => c.createdBy);
+    expect(tree.id === second.task && tree.toolRevision === r.revision && tree.state === 'Completed', 'the stored call: ' + JSON.stringify(tree).slice(0, 300));
+    expect(result && result.content.toolResult.runtime.kind === 'browser' && /Chrom/.test(result.content.toolResult.runtime.version) &&
+      result.content.toolResult.result.got.n === 2 && result.content.toolResult.logs[0].text === 'planner ran 2', 'the stored result: ' + JSON.stringify(result));
+    expect(made && made.content.message === 'from the browser 2' && made.createdBy.task === second.task, 'the stored subtask: ' + JSON.stringify(made));
+    const rows = audit().filter((x) => x.revision === r.revision).map((x) => `${x.capability}:${x.verdict}`);
+    expect(['storage.set:deny', 'storage.set:allow', 'createSubtasksResult:allow', 'resolveInvocation:allow'].every((x) => rows.includes(x)), 'server audit ' + rows.join());
+    // A stuck run: the page's sandbox is stopped at the timeout; the server stores the timeout and logs the destruction.
+    const stuckRun = await page.evaluate(async ({ token, ended }) => {
+      const server = new window.taskyon.server.ServerRuns({ token, base: '/serve' });
+      window.h.close();
+      window.h = new window.taskyon.SandboxHost({ egress: server.egress(), ...server.capabilities(), onRecord: server.sandboxLog });
+      const r = await server.call(window.h, { tool: 'stuckrun', timeoutMs: 300 });
+      const late = await fetch(`/serve/v1/runs/${encodeURIComponent(ended)}/requests`, { method: 'POST', headers: { Authorization: 'Bearer ' + token },
+        body: JSON.stringify({ op: 'storage.get', args: { key: 'k' } }) });
+      return { r, late: late.status };
+    }, { token: s.token, ended: second.run });
+    expect(!stuckRun.r.ok && stuckRun.r.error.code === 'timeout' && stuckRun.r.record.status === 'timeout', 'the stuck run: ' + JSON.stringify(stuckRun.r));
+    expect(stuckRun.late === 404, 'a request under a run whose result is stored: HTTP ' + stuckRun.late);
+    let logged = [];
+    for (let i = 0; i < 40 && !logged.length; i++, await sleep(100)) logged = s.cli(['sandbox', 'log']).filter((x) => x.revision === r.stuckRevision);
+    expect(logged.length === 1 && /^browser: timeout: sandbox \d+, session default/.test(logged[0].reason), 'the server\'s sandbox log: ' + JSON.stringify(logged));
+    const stuckTask = s.cli(['task', 'show', stuckRun.r.task]);
+    expect(stuckTask.state === 'Error' && stuckTask.runtime.kind === 'browser', 'the stuck call as stored: ' + JSON.stringify(stuckTask));
+    return `planner: storage denied, then allowed after tycli grant storage; task tree shows the call ${second.task.slice(0, 19)}… with its subtask and result (runtime ${result.content.toolResult.runtime.version}); server audit ${rows.length} rows; stuck run stored as timeout, sandbox log "${logged[0].reason.slice(0, 40)}…"`;
+  }],
 ];
 
 // Browser Python (B6, B7): python_checks.mjs; a fifth element names a group that shares one page.
