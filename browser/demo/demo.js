@@ -14,9 +14,10 @@ const $ = (id) => /** @type {HTMLElement} */ (document.getElementById(id));
 const loaded = /** @type {any} */ (await loadCore(new URL('../../build-wasm/taskyon_core.wasm', import.meta.url).href));  // {ok, core, bytes} | {ok: false, reason}
 const core = loaded.ok ? loaded.core : null;
 // Direct mode's decisions: the wasm policy, then a grant for (revision, origin, access) in this
-// page's browser store (IndexedDB, store.js), each decision in its audit.
+// page's browser store (IndexedDB, store.js), each decision in its audit. A request the policy
+// admits but no grant covers is put to the user while the tool's fetch waits (askGrant below).
 const store = core ? await BrowserStore.open('taskyon-demo', { core }) : null;
-const decide = core ? grantedDecider(wasmDecider(core), store) : refuseAll;
+const decide = core ? grantedDecider(wasmDecider(core), store, { ask: (q) => askGrant(q) }) : refuseAll;
 
 // The counter is examples/tools/counter.json as `tycli tool install` reads it; v2 the same with another code (its default step 10).
 const counterV1 = await fetch(new URL('../../examples/tools/counter.json', import.meta.url), { cache: 'no-store' }).then((r) => r.json());
@@ -137,17 +138,18 @@ async function renderAudit() {
   const rows = (await store.auditRows()).slice(-5);
   $('audit-out').textContent = rows.length ? rows.map((r) => `${r.at.slice(11, 23)} ${r.verdict.padEnd(5)} ${r.access ?? '-'} ${r.target}  ${r.reason}`).join('\n') : 'no decision yet';
 }
-// A refusal for want of a grant asks the user: allow (a grant in the store, then the call again) or not.
-function askGrant(u, message) {
-  const origin = new URL(u).origin;
+// The grant prompt (grantedDecider's ask, as the CLI's --ask): the tool's fetch waits for the
+// answer; once allows this request, always stores the grant, deny refuses.
+/** @param {{revision: string, tool: string, origin: string, access: string}} q @returns {Promise<string>} */
+function askGrant(q) {
   $('grant-ask').hidden = false;
-  $('grant-text').textContent = `fetcher ${FETCHER_REV.slice(0, 19)}… wants read on ${origin} (${message})`;
-  $('grant-yes').onclick = async () => {
-    await store.grant(FETCHER_REV, origin, 'read');
-    $('grant-ask').hidden = true;
-    $('fetch').click();
-  };
-  $('grant-no').onclick = () => { $('grant-ask').hidden = true; };
+  $('grant-text').textContent = `${q.tool} ${q.revision.slice(0, 19)}… wants ${q.access} on ${q.origin}`;
+  return new Promise((resolve) => {
+    const answer = (a) => () => { $('grant-ask').hidden = true; resolve(a); };
+    $('grant-once').onclick = answer('once');
+    $('grant-yes').onclick = answer('always');
+    $('grant-no').onclick = answer('no');
+  });
 }
 $('fetch').onclick = async () => {
   const u = /** @type {HTMLInputElement} */ ($('url')).value;
@@ -164,7 +166,6 @@ $('fetch').onclick = async () => {
     if (last) text += `\nserver audit #${rows.length}: ${last.capability} ${last.verdict} ${last.target}`;
   }
   $('fetch-out').textContent = text;
-  if (!strict && r.ok && typeof r.value === 'string' && r.value.startsWith('CapabilityError denied') && store) askGrant(u, 'no grant');
   await renderAudit();
   render();
 };
