@@ -30,13 +30,7 @@ const Value kBrowser = {{"kind", "browser"}, {"version", "Chromium 156.0.8078.73
 class ServeRuns : public ::testing::Test {
  protected:
   testing::CommandResult tycli(const std::vector<std::string>& args) { return testing::run_tycli(args, home.path()); }
-  Value cli_json(const std::vector<std::string>& args) {
-    std::vector<std::string> all = {"--json"};
-    all.insert(all.end(), args.begin(), args.end());
-    auto r = tycli(all);
-    auto v = json::parse(r.out);
-    return v ? *v : Value("tycli failed: " + r.err + r.out);
-  }
+  Value cli_json(const std::vector<std::string>& args) { return testing::cli_json(home.path(), args); }
   // Installs `manifest` with the CLI; its revision id.
   std::string install(const Value& manifest) {
     const auto file = home.write(manifest["name"].get<std::string>() + ".json", manifest.dump());

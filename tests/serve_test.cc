@@ -39,13 +39,7 @@ using testing::slurp;
 class Serve : public ::testing::Test {
  protected:
   testing::CommandResult tycli(const std::vector<std::string>& args) { return testing::run_tycli(args, home.path()); }
-  Value cli_json(const std::vector<std::string>& args) {
-    std::vector<std::string> all = {"--json"};
-    all.insert(all.end(), args.begin(), args.end());
-    auto r = tycli(all);
-    auto v = json::parse(r.out);
-    return v ? *v : Value("tycli failed: " + r.err + r.out);
-  }
+  Value cli_json(const std::vector<std::string>& args) { return testing::cli_json(home.path(), args); }
   Value upper = testing::js_tool("upper", "({input}) => input.toUpperCase()");
   testing::TempDir home;
 };

@@ -104,4 +104,13 @@ inline json::Value body_of(const httplib::Result& r) {
   return v ? *v : json::Value("not JSON: " + r->body);
 }
 
+// `tycli --json ARGS` in `home`: its JSON answer, or a string saying how it failed.
+inline json::Value cli_json(const std::filesystem::path& home, const std::vector<std::string>& args) {
+  std::vector<std::string> all = {"--json"};
+  all.insert(all.end(), args.begin(), args.end());
+  auto r = run_tycli(all, home);
+  auto v = json::parse(r.out);
+  return v ? *v : json::Value("tycli failed: " + r.err + r.out);
+}
+
 }  // namespace taskyon::testing

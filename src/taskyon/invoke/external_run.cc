@@ -67,13 +67,7 @@ Result<Invocation> ExternalRun::finish(sandbox::CallOutcome outcome) {
   finished_ = true;
   Invocation inv{call_, {}, capabilities_->subtasks(), tool_, std::move(outcome)};
   capabilities_.reset();  // writes its "N more" audit row, if any, before the records
-  auto result = settle(inv.call, inv.outcome, runtime_);
-  if (!result) return std::unexpected(result.error());
-  inv.result = std::move(*result);
-  std::vector<tasks::Task> batch{inv.call};
-  batch.insert(batch.end(), inv.subtasks.begin(), inv.subtasks.end());
-  batch.push_back(inv.result);
-  if (auto stored = store_->put_tasks(batch); !stored) return std::unexpected(stored.error());
+  if (auto stored = store_invocation(*store_, inv, runtime_); !stored) return std::unexpected(stored.error());
   return inv;
 }
 

@@ -179,13 +179,7 @@ Result<Invocation> run_call(store::Store& store, sandbox::Pool& pool, const task
   if (lent) parent_lineage = capabilities.take_lineage();
 
   Invocation inv{call, {}, capabilities.subtasks(), std::move(*tool), std::move(*outcome)};
-  auto result = settle(inv.call, inv.outcome, runtime);
-  if (!result) return std::unexpected(result.error());
-  inv.result = std::move(*result);
-  std::vector<tasks::Task> batch{inv.call};
-  batch.insert(batch.end(), inv.subtasks.begin(), inv.subtasks.end());
-  batch.push_back(inv.result);
-  if (auto stored = store.put_tasks(batch); !stored) return std::unexpected(stored.error());
+  if (auto stored = store_invocation(store, inv, runtime); !stored) return std::unexpected(stored.error());
   return inv;
 }
 

@@ -54,7 +54,8 @@ Result<tasks::ResolvedTool> pinned_tool(store::Store& store, const tasks::Task& 
   return tasks::pinned_in_lineage(pin, lineage, store.resolver());
 }
 
-Result<tasks::Task> settle(tasks::Task& call, sandbox::CallOutcome& outcome, const std::optional<json::Value>& runtime) {
+Result<void> store_invocation(store::Store& store, Invocation& inv, const std::optional<json::Value>& runtime) {
+  auto& outcome = inv.outcome;
   // A result the store cannot hash (a value json::canonicalize refuses, from a
   // native, an MCP server or a page; the sandbox protocol refuses those at the
   // frame) becomes the call's error.
@@ -65,15 +66,22 @@ Result<tasks::Task> settle(tasks::Task& call, sandbox::CallOutcome& outcome, con
       outcome.value = json::Value();
     }
   }
-  call.state = state_after(outcome.status);
-  auto result = result_task(call, outcome, runtime);
-  if (result) return result;
-  // The logs or the error text could not be hashed either: keep the error alone.
-  outcome.logs.clear();
-  outcome.status = outcome.status == sandbox::Status::ok ? sandbox::Status::tool_error : outcome.status;
-  outcome.error = "the call's outcome cannot be stored: " + result.error().describe();
-  call.state = tasks::State::error;
-  return result_task(call, outcome, runtime);
+  inv.call.state = state_after(outcome.status);
+  auto result = result_task(inv.call, outcome, runtime);
+  if (!result) {
+    // The logs or the error text could not be hashed either: keep the error alone.
+    outcome.logs.clear();
+    outcome.status = outcome.status == sandbox::Status::ok ? sandbox::Status::tool_error : outcome.status;
+    outcome.error = "the call's outcome cannot be stored: " + result.error().describe();
+    inv.call.state = tasks::State::error;
+    result = result_task(inv.call, outcome, runtime);
+  }
+  if (!result) return std::unexpected(result.error());
+  inv.result = std::move(*result);
+  std::vector<tasks::Task> batch{inv.call};
+  batch.insert(batch.end(), inv.subtasks.begin(), inv.subtasks.end());
+  batch.push_back(inv.result);
+  return store.put_tasks(batch);
 }
 
 }  // namespace taskyon::invoke

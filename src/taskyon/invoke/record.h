@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "taskyon/base/error.h"
+#include "taskyon/invoke/invoke.h"
 #include "taskyon/json/json.h"
 #include "taskyon/sandbox/pool.h"
 #include "taskyon/store/store.h"
@@ -26,11 +27,12 @@ tasks::State state_after(sandbox::Status status);
 Result<tasks::ResolvedTool> pinned_tool(store::Store& store, const tasks::Task& call,
                                         std::vector<tasks::Task>& lineage, bool have_lineage);
 
-// The tool-result task of `outcome` under `call`, after making both storable
-// (issue 12 item 6, nothing vanishes): a value the store cannot hash becomes
-// the call's error; when the logs or the error text cannot be hashed either,
-// the error is kept alone. Sets call.state from the (final) status. Errors:
-// only when even that cannot be hashed.
-Result<tasks::Task> settle(tasks::Task& call, sandbox::CallOutcome& outcome, const std::optional<json::Value>& runtime);
+// Stores `inv` (its call, subtasks and the result of its outcome) as one
+// batch, after making the outcome storable (issue 12 item 6, nothing
+// vanishes): a value the store cannot hash becomes the call's error; when the
+// logs or the error text cannot be hashed either, the error is kept alone.
+// Sets inv.call.state and inv.result. Errors: an outcome even that cannot
+// hash, the store's.
+Result<void> store_invocation(store::Store& store, Invocation& inv, const std::optional<json::Value>& runtime);
 
 }  // namespace taskyon::invoke
