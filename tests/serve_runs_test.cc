@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <string>
 #include <thread>
@@ -209,6 +210,55 @@ TEST_F(ServeRuns, AnOpenRunIsStoredCancelledWhenTheServerStops) {
   EXPECT_EQ(tree[0]["state"], "Cancelled");
   EXPECT_THAT(tree[0]["children"][0]["content"]["toolResult"]["error"]["message"].get<std::string>(),
               HasSubstr("before the page reported its result"));
+}
+
+TEST_F(ServeRuns, AReportedValueTooDeepToReadBackIsStoredAsAnError) {
+  install(upper);
+  Served s(home);
+  ASSERT_TRUE(s.up()) << s.log();
+  const Value run = start(s, Value{{"tool", "upper"}, {"args", {{"input", "a"}}}, {"runtime", kBrowser}});
+  Value deep = Value::array();
+  for (int i = 1; i < 511; ++i) deep = Value::array({deep});
+  auto r = s.post("/v1/runs/" + run["run"].get<std::string>() + "/result", Value{{"status", "ok"}, {"value", deep}});
+  ASSERT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(body_of(r)["status"], "tool_error");
+  auto tree = tycli({"task", "tree", run["task"].get<std::string>()});
+  EXPECT_EQ(tree.exit_code, 0) << tree.err;  // readable, never "tampered"
+}
+
+TEST_F(ServeRuns, OpenRunsAreBoundedInNumberAndBytesAndConcurrentStartsCannotPassTogether) {
+  install(upper);
+  Served s(home);
+  ASSERT_TRUE(s.up()) << s.log();
+  const Value small = {{"tool", "upper"}, {"args", {{"input", "a"}}}, {"runtime", kBrowser}};
+  std::vector<std::thread> starters;
+  std::atomic<int> started{0}, refused{0};
+  for (int i = 0; i < 24; ++i)
+    starters.emplace_back([&] {
+      auto r = s.post("/v1/runs", small);
+      if (r && r->status == 201) ++started;
+      if (r && r->status == 429) ++refused;
+    });
+  for (auto& t : starters) t.join();
+  EXPECT_EQ(started.load(), 16);
+  EXPECT_EQ(refused.load(), 8);
+  EXPECT_EQ(body_of(s.get("/v1/runs")).size(), 16u);
+}
+
+TEST_F(ServeRuns, ARunPastItsDeadlineIsStoredAsATimeoutAlsoWhenTheServerStops) {
+  install(upper);
+  std::string task;
+  {
+    Served s(home, {}, {"--timeout", "10"});
+    ASSERT_TRUE(s.up()) << s.log();
+    task = start(s, Value{{"tool", "upper"}, {"args", {{"input", "a"}}}, {"runtime", kBrowser}, {"timeoutMs", 1}})["task"]
+               .get<std::string>();
+    std::this_thread::sleep_for(std::chrono::milliseconds(10300));  // its timeout and the 10 s grace, no runs request since
+    EXPECT_EQ(s.stop(SIGTERM), 0);
+  }
+  const Value tree = cli_json({"task", "tree", task});
+  ASSERT_TRUE(tree.is_array()) << tree.dump();
+  EXPECT_EQ(tree[0]["children"][0]["content"]["toolResult"]["error"]["code"], "timeout");
 }
 
 // The deadline: requests past the call's timeout are refused, and a run past

@@ -143,6 +143,7 @@ struct Open {
   std::unique_ptr<invoke::ExternalRun> run;   // null once its result is stored
   Clock::time_point deadline;                 // its timeout plus the grace
   std::chrono::milliseconds timeout{0};
+  std::size_t bytes = 0;                      // its start request's body, counted against RunsOptions::max_open_bytes
 };
 
 class RunTable final : public Runs {
@@ -151,11 +152,13 @@ class RunTable final : public Runs {
   ~RunTable() override { close("the server stopped before the page reported its result"); }
 
   void close(std::string_view reason) override {
+    expire();  // a run past its deadline is a timeout, whenever it is noticed
     std::map<std::string, std::shared_ptr<Open>> left;
     {
       std::lock_guard lock(mu_);
       closed_ = true;
       left.swap(open_);
+      held_bytes_ = 0;
     }
     for (auto& [id, open] : left) end(*open, sandbox::Status::cancelled, std::string(reason));
   }
@@ -191,12 +194,15 @@ class RunTable final : public Runs {
     }
 
     expire();
-    {
-      std::lock_guard lock(mu_);
-      if (closed_) return Response::error(503, "shutting_down", "the server is stopping; no new runs are taken");
-      if (open_.size() >= options_.max_open)
-        return Response::error(429, "too_many_runs",
-                               fmt::format("at most {} runs are open at once; report a result first", options_.max_open));
+    // A place among the open runs is taken before the call is compiled, and given back
+    // if it does not start: concurrent starts cannot pass the bounds together.
+    Reservation place(*this, r.body.size());
+    if (!place.taken) {
+      if (place.closed) return Response::error(503, "shutting_down", "the server is stopping; no new runs are taken");
+      return Response::error(429, "too_many_runs",
+                             fmt::format("at most {} runs, holding {} bytes of requests, are open at once; report a "
+                                         "result first",
+                                         options_.max_open, options_.max_open_bytes));
     }
     auto st = store::Store::open(options_.db_path);
     if (!st) return error(st.error());
@@ -221,10 +227,12 @@ class RunTable final : public Runs {
     open->run = std::move(*run);
     open->timeout = timeout;
     open->deadline = Clock::now() + timeout + options_.grace;
+    open->bytes = r.body.size();
     {
       std::lock_guard lock(mu_);
       if (closed_) return Response::error(503, "shutting_down", "the server is stopping; no new runs are taken");
       open_.emplace(run_id, std::move(open));
+      place.kept = true;  // its place and bytes now belong to the open run
     }
     return Response::json(201, answer);
   }
@@ -264,6 +272,7 @@ class RunTable final : public Runs {
       if (it == open_.end()) return not_open(id);
       open = it->second;
       open_.erase(it);
+      held_bytes_ -= open->bytes;
     }
     std::lock_guard lock(open->mu);
     if (!open->run) return not_open(id);
@@ -357,6 +366,7 @@ class RunTable final : public Runs {
       for (auto it = open_.begin(); it != open_.end();) {
         if (it->second->deadline < now) {
           late.push_back(it->second);
+          held_bytes_ -= it->second->bytes;
           it = open_.erase(it);
         } else {
           ++it;
@@ -369,9 +379,34 @@ class RunTable final : public Runs {
                       open->timeout.count(), options_.grace.count()));
   }
 
+  // A place among the open runs for one start: counted in `starting_` while the
+  // call compiles, then kept by the open run or given back.
+  struct Reservation {
+    RunTable& table;
+    std::size_t bytes;
+    bool taken = false, closed = false, kept = false;
+    Reservation(RunTable& t, std::size_t b) : table(t), bytes(b) {
+      std::lock_guard lock(table.mu_);
+      closed = table.closed_;
+      taken = !closed && table.open_.size() + table.starting_ < table.options_.max_open &&
+              table.held_bytes_ + bytes <= table.options_.max_open_bytes;
+      if (!taken) return;
+      ++table.starting_;
+      table.held_bytes_ += bytes;
+    }
+    ~Reservation() {
+      if (!taken) return;
+      std::lock_guard lock(table.mu_);
+      --table.starting_;
+      if (!kept && !table.closed_) table.held_bytes_ -= bytes;
+    }
+  };
+
   RunsOptions options_;
   std::mutex mu_;
   std::map<std::string, std::shared_ptr<Open>> open_;
+  std::size_t starting_ = 0;    // starts between their reservation and their entry in open_
+  std::size_t held_bytes_ = 0;  // bytes of the open and starting runs' requests
   bool closed_ = false;
 };
 

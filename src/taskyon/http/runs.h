@@ -26,7 +26,8 @@
 // timeout (default and maximum as the host's) plus RunsOptions::grace. A run
 // past it is stored as `timeout` ("the page reported no result …") when the
 // next runs request comes or when the server stops (close()), and a request
-// naming it is 404. Fetch is not a run request: the page's strict mode sends
+// naming it is 404. At most RunsOptions::max_open runs holding max_open_bytes
+// of start requests are open at once (429 past either). Fetch is not a run request: the page's strict mode sends
 // it to the egress proxy (POST /v1/fetch with the task), which decides it
 // with the same code. Errors: {"error":{"code","message","where"?}}.
 #pragma once
@@ -48,7 +49,10 @@ struct RunsOptions {
   std::chrono::milliseconds default_timeout{10000};  // a run's timeout when the page names none, ms
   std::chrono::milliseconds max_timeout{600000};     // a larger timeoutMs is refused, ms
   std::chrono::milliseconds grace{10000};            // after the timeout, for the page to report, ms
-  std::size_t max_open = 32;                         // open runs at once (one SQLite connection each); more: 429
+  std::size_t max_open = 16;                         // open runs at once (one SQLite connection each); more: 429
+  // Their start requests' bodies together, bytes (a run holds its compiled call, arguments
+  // included, until its result; 4 MiB of arguments take ~40x that in memory); more: 429.
+  std::size_t max_open_bytes = 16u << 20;
 };
 
 class Runs {

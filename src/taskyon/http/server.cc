@@ -1,5 +1,7 @@
 #include "taskyon/http/server.h"
 
+#include "taskyon/base/escape.h"
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -105,7 +107,9 @@ Response Response::empty(int status) {
 Response Response::json(int status, const json::Value& value) {
   Response r;
   r.status = status;
-  r.body = value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  // The same JSON with C1 controls and bidi format characters escaped (base/escape.h): an
+  // answer shown by curl on a terminal carries no tool-made escape sequence.
+  r.body = escape_json_dump(value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   return r;
 }
 

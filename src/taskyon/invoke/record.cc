@@ -25,6 +25,7 @@ Result<tasks::Task> result_task(const tasks::Task& call, const sandbox::CallOutc
   t.role = tasks::Role::tool;
   t.content = {{"toolResult", std::move(body)}};
   t.state = state_after(outcome.status);
+  if (auto ok = tasks::check_content(t.role, t.content); !ok) return std::unexpected(ok.error());  // e.g. too deep to read back
   auto id = tasks::compute_id(t);
   if (!id) return std::unexpected(id.error());
   t.id = *id;
