@@ -42,7 +42,7 @@ export class SandboxHost {
    * @param {{endpoint: string, token: string}} [o.egress] strict mode (B8, egress.js): every mediated
    *        request goes to tycli serve's /v1/fetch, `decide` is never consulted
    * @param {{stripCsp?: boolean, cspLayers?: string, keepIframeOnDestroy?: boolean, omitAddressSpace?: boolean, noRecycle?: boolean,
-   *          pythonNoWasmEval?: boolean, pythonStartTimeoutMs?: number}} [o.testing]
+   *          pythonNoWasmEval?: boolean, pythonStartTimeoutMs?: number, exposeHarnessPort?: boolean}} [o.testing]
    *        negative controls for the checks (sandbox.js); never in a product page
    * @param {Element} [o.container] where sandbox iframes go (document.body)
    * @param {URL|string} [o.pyodideBase] folder of Pyodide's core files (python.js checks each by its id)
@@ -65,7 +65,7 @@ export class SandboxHost {
     /** 'strict' (the server decides every request) or 'direct' (decide + the page's fetch) */
     this.mode = this._egress ? 'strict' : 'direct';
     /** @type {{stripCsp?: boolean, cspLayers?: string, keepIframeOnDestroy?: boolean, omitAddressSpace?: boolean, noRecycle?: boolean,
-     *          pythonNoWasmEval?: boolean, pythonStartTimeoutMs?: number}} */
+     *          pythonNoWasmEval?: boolean, pythonStartTimeoutMs?: number, exposeHarnessPort?: boolean}} */
     this._testing = Object.freeze({ ...(o.testing || {}) });
     this._container = o.container || document.body;
     this._assets = null;

@@ -72,7 +72,7 @@ export class Sandbox {
    *        createSubtasksResult and resolveInvocation (tasks.js taskCapability); absent: both denied
    * @param {(sb: Sandbox, reason: string, detail: string, wasRunning: boolean) => void} o.onDestroy
    * @param {Element} o.container where the iframe goes
-   * @param {{stripCsp?: boolean, cspLayers?: string, keepIframeOnDestroy?: boolean, omitAddressSpace?: boolean}} [o.testing]
+   * @param {{stripCsp?: boolean, cspLayers?: string, keepIframeOnDestroy?: boolean, omitAddressSpace?: boolean, exposeHarnessPort?: boolean}} [o.testing]
    *        negative controls for the checks only: they exist to show that B2, B4 and M6 fail
    *        without the CSP / the iframe's removal / the public address space; cspLayers
    *        'meta' or 'attribute' keeps one CSP layer only.
@@ -129,16 +129,19 @@ export class Sandbox {
     this.port.onmessageerror = () => this.destroy('protocol_error', 'a message could not be deserialized');
     const { assets } = this._o;
     // An opaque origin cannot be named as a target: '*' it is, and the port is what binds.
+    // testing.exposeHarnessPort: the harness leaves its own port on self for tool code (the checks
+    // that post misshaped protocol messages on it, so the host's validation is what they meet).
+    const expose = this._testing.exposeHarnessPort ? { expose: true } : {};
     if (assets.kind === 'module') {  // Python (python.js): the code is a string literal, the core files go along
       const files = assets.files();
-      this.iframe.contentWindow.postMessage({ t: 'bind', kind: 'module', source: assets.harness + '\n' + assets.wrap(this._o.code), files },
+      this.iframe.contentWindow.postMessage({ t: 'bind', kind: 'module', source: assets.harness + '\n' + assets.wrap(this._o.code), files, ...expose },
         '*', [channel.port2, ...Object.values(files)]);
       return;
     }
     const prefix = assets.harness + '\n__taskyonStart((\n';
     this._codeLine = prefix.split('\n').length - 1;  // lines before the tool code's first
     const source = prefix + this._o.code + '\n));\n';
-    this.iframe.contentWindow.postMessage({ t: 'bind', kind: 'classic', source }, '*', [channel.port2]);
+    this.iframe.contentWindow.postMessage({ t: 'bind', kind: 'classic', source, ...expose }, '*', [channel.port2]);
   }
 
   /** A message from the sandbox's iframe window (not the port): always a violation (B3). */

@@ -20,6 +20,27 @@
 /** Status names of the server's records (sandbox::status_name) for the page's answers. */
 const STATUSES = new Set(['tool_error', 'timeout', 'crashed', 'protocol_error', 'cancelled']);
 
+/** The server keeps 1000 log entries and 1 MiB of their text (runs.h): the page sends no more, and says so. */
+const LOG_ENTRIES = 1000, LOG_BYTES = 1 << 20;
+const LEVELS = new Set(['log', 'info', 'warn', 'error', 'debug']);
+
+/** @param {{level: string, text: string}[]} logs */
+function keptLogs(logs = []) {
+  const out = [];
+  let bytes = 0;
+  for (const l of logs) {
+    const text = String(l.text);
+    const size = new TextEncoder().encode(text).length;
+    if (out.length >= LOG_ENTRIES - 1 || bytes + size > LOG_BYTES) {
+      out.push({ level: 'stderr', text: `[${logs.length - out.length} more log entries dropped by the page: the server keeps ${LOG_ENTRIES} entries, ${LOG_BYTES} bytes]` });
+      break;
+    }
+    bytes += size;
+    out.push({ level: LEVELS.has(l.level) ? l.level : 'log', text });
+  }
+  return out;
+}
+
 /** A refusal of the server, as a capability function answers it. */
 const refusal = (code, message) => ({ ok: false, code: String(code), message: String(message) });
 
@@ -135,13 +156,22 @@ export class ServerRuns {
     const t0 = performance.now();
     const r = await host.call({ tool: s.tool.name, revision: s.tool.revision, code: s.code, args: c.args ?? {}, session: c.session,
       timeoutMs: s.timeoutMs, disposable: c.disposable, signal: c.signal, task: s.task, run: s.run });
+    // The status is the host's, never the tool's: a tool that threw (the sandbox kept) is a
+    // tool_error whatever `code` its error carries; a destroyed sandbox's reason maps to the
+    // server's status when it has one, else crashed (the page's reason kept in the message).
+    const status = r.ok ? 'ok' : r.sandboxKept ? 'tool_error' : STATUSES.has(r.error.code) ? r.error.code : 'crashed';
     const report = r.ok
-      ? { status: 'ok', value: r.value ?? null }
-      : { status: STATUSES.has(r.error.code) ? r.error.code : (r.sandboxKept ? 'tool_error' : 'crashed'),
-        error: `${r.error.name ? r.error.name + ': ' : ''}${r.error.message}${STATUSES.has(r.error.code) || r.sandboxKept ? '' : ` (browser: ${r.error.code})`}` };
-    const logs = (r.logs || []).map((l) => ({ level: ['log', 'info', 'warn', 'error', 'debug'].includes(l.level) ? l.level : 'log', text: String(l.text) }));
-    const recorded = await this._api('POST', `/v1/runs/${encodeURIComponent(s.run)}/result`,
-      { ...report, logs, durationMs: Math.round(performance.now() - t0) });
+      ? { status, value: r.value ?? null }
+      : { status, error: `${r.error.name ? r.error.name + ': ' : ''}${r.error.message}${status === 'crashed' ? ` (browser: ${r.error.code})` : ''}` };
+    const path = `/v1/runs/${encodeURIComponent(s.run)}/result`;
+    const durationMs = Math.round(performance.now() - t0);
+    let recorded = await this._api('POST', path, { ...report, logs: keptLogs(r.logs), durationMs });
+    if (recorded.status !== 200 && recorded.status !== 404) {
+      // The server refused the report itself (a value it cannot parse back, …): the call is
+      // stored as that refusal, never left to expire as a timeout it was not.
+      recorded = await this._api('POST', path, { status: 'tool_error', durationMs,
+        error: `the page's report of this call was refused by the server (${recorded.json?.error?.code}: ${String(recorded.json?.error?.message).slice(0, 500)}); the page saw ${r.ok ? 'a result' : 'an error: ' + report.error.slice(0, 500)}` });
+    }
     return { ...r, task: s.task, run: s.run, record: recorded.status === 200 ? recorded.json : { error: recorded.json?.error } };
   }
 }

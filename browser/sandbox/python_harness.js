@@ -47,10 +47,8 @@ const __taskyonPython = (code, wheels) => {
     if (line === '') buffered[level] += '\n';
   };
 
-  self.addEventListener('message', async function onBoot(event) {
-    const d = event.data;
-    if (d === null || typeof d !== 'object' || d.t !== 'boot') return;
-    self.removeEventListener('message', onBoot);
+  // The files come on the harness's own port (harness.js), never on the worker's global channel.
+  __taskyonStart.onBoot(async (d) => {
     try {
       const files = d.files;
       const text = (name) => new TextDecoder().decode(files[name]);
