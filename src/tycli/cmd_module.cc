@@ -58,7 +58,7 @@ int module_add(Globals& g, const ModuleAddArgs& a) {
                            added->created ? "added" : "already stored:", module->name, module->version, added->id,
                            module->files.size(), bytes, module->main,
                            module->skipped.empty() ? ""
-                                                   : fmt::format("; {} files left out (not .js/.cjs/.json, or "
+                                                   : fmt::format("; {} files left out (not .js/.cjs/.mjs/.json, or "
                                                                  "under node_modules/)",
                                                                  module->skipped.size()),
                            module->name, added->id);

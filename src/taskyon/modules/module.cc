@@ -18,7 +18,40 @@ namespace {
 namespace fs = std::filesystem;
 
 bool kept(std::string_view path) {
-  return path.ends_with(".js") || path.ends_with(".cjs") || path.ends_with(".json");
+  return path.ends_with(".js") || path.ends_with(".cjs") || path.ends_with(".mjs") || path.ends_with(".json");
+}
+
+// The file package.json's "exports" gives the package's root (".") under an
+// import, node, require or default condition (in that preference), "./" stripped; empty
+// when it names none. Only for a package without "main": the guest resolves
+// "exports" itself for every import (docs/modules.md).
+std::string exports_root(const json::Value& exports) {
+  const json::Value* root = &exports;
+  if (exports.is_object() && !exports.empty() && exports.begin().key().starts_with(".")) {
+    if (!exports.contains(".")) return {};
+    root = &exports["."];
+  }
+  for (int depth = 0; depth < 8; ++depth) {
+    if (root->is_string()) {
+      std::string target = root->get<std::string>();
+      return target.starts_with("./") ? target.substr(2) : std::string();
+    }
+    if (root->is_array()) {
+      if (root->empty()) return {};
+      root = &(*root)[0];
+      continue;
+    }
+    if (!root->is_object()) return {};
+    const json::Value* next = nullptr;  // (json::Value sorts keys: the conditions by preference instead)
+    for (const char* key : {"import", "node", "require", "default"})
+      if (root->contains(key)) {
+        next = &(*root)[key];
+        break;
+      }
+    if (next == nullptr) return {};
+    root = next;
+  }
+  return {};
 }
 
 // A relative path without ".", "..", empty segments, a leading "/" or a NUL.
@@ -72,6 +105,7 @@ Result<void> apply_package_json(Module& m, std::string_view where) {
   if (m.name.empty()) m.name = field("name");
   if (m.version.empty()) m.version = field("version");
   std::string main = field("main");
+  if (main.empty() && pkg->contains("exports")) main = exports_root((*pkg)["exports"]);
   while (main.starts_with("./")) main.erase(0, 2);
   if (main.empty()) main = "index.js";
   // Node's resolution of "main": the file, FILE.js, FILE/index.js.
@@ -80,7 +114,7 @@ Result<void> apply_package_json(Module& m, std::string_view where) {
       m.main = candidate;
       return {};
     }
-  return fail(Errc::bad_usage, fmt::format("package.json's main \"{}\" is not among the package's .js/.cjs/.json files", main),
+  return fail(Errc::bad_usage, fmt::format("package.json's main \"{}\" is not among the package's .js/.cjs/.mjs/.json files", main),
               std::string(where) + "/package.json");
 }
 
@@ -94,7 +128,7 @@ Result<void> add_file(Module& m, std::string path, std::string bytes, std::size_
   if (auto old = m.files.find(path); old != m.files.end()) total -= old->second.size();
   total += bytes.size();
   if (total > kMaxModuleBytes)
-    return fail(Errc::bad_usage, fmt::format("the package's .js/.cjs/.json files exceed {} bytes together (docs/modules.md)",
+    return fail(Errc::bad_usage, fmt::format("the package's .js/.cjs/.mjs/.json files exceed {} bytes together (docs/modules.md)",
                                              kMaxModuleBytes), path);
   m.files.insert_or_assign(std::move(path), std::move(bytes));
   return {};
@@ -191,7 +225,7 @@ Result<void> check(const Module& m) {
   if (m.version.empty() || m.version.size() > 256)
     return fail(Errc::bad_usage, "the module has no version (package.json \"version\", or --version)");
   if (m.files.empty() || m.files.size() > kMaxModuleFiles)
-    return fail(Errc::bad_usage, fmt::format("a module holds 1 to {} .js/.cjs/.json files; this one {}",
+    return fail(Errc::bad_usage, fmt::format("a module holds 1 to {} .js/.cjs/.mjs/.json files; this one {}",
                                              kMaxModuleFiles, m.files.size()));
   std::size_t total = 0;
   for (const auto& [path, bytes] : m.files) {
@@ -229,7 +263,8 @@ Result<Module> read_module(const fs::path& source, std::string_view name, std::s
   if (ec || !fs::exists(status)) return fail(Errc::io, "no such file or directory", source.string());
   const std::string file = source.filename().string();
   Result<Module> m = Module{};
-  const bool bundle = fs::is_regular_file(status) && (file.ends_with(".js") || file.ends_with(".cjs"));
+  const bool bundle =
+      fs::is_regular_file(status) && (file.ends_with(".js") || file.ends_with(".cjs") || file.ends_with(".mjs"));
   if (!fs::is_directory(status) && !fs::is_regular_file(status))
     return fail(Errc::bad_usage, "a module is read from a regular file or a directory", source.string());
   if (fs::is_directory(status)) {

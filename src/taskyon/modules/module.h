@@ -54,10 +54,12 @@ Result<void> check(const Module& module);
 //   an npm package tarball (`npm pack` output, .tgz/.tar.gz; its files under
 //   "package/"), read with libarchive; `integrity` is its sha512;
 //   a package directory (with package.json, e.g. node_modules/papaparse);
-//   a single .js/.cjs file (a bundle): `name` must be given, version "0.0.0".
-// name/version/main come from package.json ("main", else "index.js"); `name`
-// and `version`, when not empty, override them. Only .js, .cjs and .json
-// files are kept (others are listed in `skipped`); node_modules/ inside a
+//   a single .js/.cjs/.mjs file (a bundle; .mjs an ES module): `name` must be
+//   given, version "0.0.0".
+// name/version/main come from package.json ("main"; without one, the root
+// of "exports" under import/node/require/default; else "index.js"); `name`
+// and `version`, when not empty, override them. Only .js, .cjs, .mjs and
+// .json files are kept (others are listed in `skipped`); node_modules/ inside a
 // package is skipped (a module's dependencies are modules of their own).
 // Errc::io when the source cannot be read, Errc::bad_usage for a package
 // check() refuses.
