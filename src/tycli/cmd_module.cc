@@ -123,7 +123,7 @@ void add_module_commands(CLI::App& app, Globals& g) {
 
   auto aa = std::make_shared<ModuleAddArgs>();
   auto* add_cmd = module->add_subcommand(
-      "add", "store an npm package (a `npm pack` .tgz or a package directory) or a single-file .js bundle");
+      "add", "store an npm package (a `npm pack` .tgz or a package directory) or a single-file .js/.cjs/.mjs bundle");
   add_cmd->add_option("source", aa->source, "PACKAGE.tgz, a package directory, or FILE.js")->required();
   add_cmd->add_option("--name", aa->name, "the specifier tool code requires (default: package.json's name)");
   add_cmd->add_option("--version", aa->version, "the version recorded (default: package.json's; 0.0.0 for a bundle)");
