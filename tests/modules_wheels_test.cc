@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include "taskyon/hardening/probe.h"
 #include "taskyon/modules/module.h"
 #include "taskyon/native/python.h"
 #include "taskyon/registry/manifest.h"
@@ -66,16 +67,22 @@ class Wheels : public ::testing::Test {
         }
     return Value();
   }
+  // tycli with the test's PATH, or with `path` when it is set (a PATH
+  // without bwrap: strict Python in the sandbox's own mount namespace).
+  CommandResult tycli(const std::vector<std::string>& args) {
+    if (path.empty()) return run_tycli(args, home.path());
+    std::vector<std::string> argv = {TYCLI_PATH};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return run_command(argv, home.path(), Launch{.path = path});
+  }
   CommandResult install(const Value& tool) {
-    return run_tycli({"--json", "tool", "install", "--trust", home.write(tool["name"].get<std::string>() + ".json",
-                                                                           tool.dump())},
-                     home.path());
+    return tycli({"--json", "tool", "install", "--trust", home.write(tool["name"].get<std::string>() + ".json",
+                                                                     tool.dump())});
   }
   // A strict run of `code` by the tool `name`: its result ({stdout, stderr, exitCode, …}).
   Value run(const std::string& name, const std::string& code) {
-    auto r = run_tycli({"--json", "call", name, "--approve-python", "--timeout", "30000", "--args",
-                        Value{{"code", code}}.dump()},
-                       home.path());
+    auto r = tycli({"--json", "call", name, "--approve-python", "--timeout", "30000", "--args",
+                    Value{{"code", code}}.dump()});
     auto v = json::parse(r.out);
     return v && v->is_object() ? (*v)["result"] : Value("tycli failed: " + r.err + r.out);
   }
@@ -84,6 +91,7 @@ class Wheels : public ::testing::Test {
     return native::python::strict_available().has_value();
   }
   TempDir home;
+  std::string path;  // empty: the test's PATH
 };
 
 TEST_F(Wheels, TheBrowsersWheelIsReadWithItsNameVersionAndFiles) {
@@ -170,11 +178,24 @@ TEST_F(Wheels, AChangedByteIsANewRevisionAndKindsDoNotMix) {
   EXPECT_EQ(parsed.error().where, "/modules");
 }
 
-// In the strict sandbox: the named wheel imports; a wheel this revision does
-// not name (another revision's) does not; the wheel's directory is read-only;
-// a tampered stored wheel is refused before python3 starts.
-TEST_F(Wheels, AStrictPythonToolImportsItsWheelsAndNothingElse) {
+// In the strict sandbox — inside bubblewrap, and with only the kernel
+// layers and the sandbox's own mount namespace (a PATH without bwrap) —:
+// the named wheel imports; a wheel this revision does not name (another
+// revision's) does not; the wheel's directory is read-only; a tampered stored
+// wheel is refused before python3 starts.
+class StrictWheels : public Wheels, public ::testing::WithParamInterface<std::string> {};
+
+TEST_P(StrictWheels, AStrictPythonToolImportsItsWheelsAndNothingElse) {
   if (!strict_python()) GTEST_SKIP() << "strict Python is not available here";
+  if (GetParam() == "bwrap" && native::python::bubblewrap().path.empty())
+    GTEST_SKIP() << "bubblewrap is not usable here: " << native::python::bubblewrap().why;
+  if (GetParam() == "kernel_layers") {
+    if (auto ok = native::python::strict_requirements(hardening::support(), false); !ok)
+      GTEST_SKIP() << "strict Python without bubblewrap is not available here: " << ok.error().message;
+    fs::create_directories(home / "bin");
+    fs::create_symlink(native::python::interpreter()->executable, home / "bin" / "python3");
+    path = (home / "bin").string();
+  }
   const std::string tabular = add(kTabular.string());
   const std::string tiny = add(wheel("tiny-1.0-py3-none-any.whl", {{"tiny/__init__.py", "VALUE = 'tiny'\n"}}));
   ASSERT_FALSE(tabular.empty() || tiny.empty());
@@ -214,10 +235,13 @@ TEST_F(Wheels, AStrictPythonToolImportsItsWheelsAndNothingElse) {
                                         "'VALUE = \"tampered\"\n' WHERE content = 'VALUE = ''tiny''\n'"},
                         home.path()).exit_code,
             0);
-  auto tampered = run_tycli({"call", "tiny_py", "--approve-python", "--args", R"({"code": "import tiny"})"}, home.path());
+  auto tampered = tycli({"call", "tiny_py", "--approve-python", "--args", R"({"code": "import tiny"})"});
   EXPECT_NE(tampered.exit_code, 0);
   EXPECT_NE(tampered.err.find("does not hash to its id (tampered)"), std::string::npos) << tampered.err;
 }
+
+INSTANTIATE_TEST_SUITE_P(Arrangements, StrictWheels, ::testing::Values("bwrap", "kernel_layers"),
+                         [](const auto& info) { return info.param; });
 
 }  // namespace
 }  // namespace taskyon::testing

@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -331,13 +332,13 @@ Result<void> make_dir(const std::string& path) {
   return {};
 }
 
-// The wheels' files under <workdir>/wheels/<N>/ (N: 0, 1, … in NAME order);
+// The wheels' files under <scratch>/wheels/<N>/ (N: 0, 1, … in NAME order);
 // those directories, for sys.path. The paths were checked when the module
 // was stored (relative, normalized) and re-hashed when it was read.
-Result<std::vector<std::string>> unpack_wheels(const Value& wheels, const std::string& workdir) {
+Result<std::vector<std::string>> unpack_wheels(const Value& wheels, const std::string& scratch) {
   std::vector<std::string> dirs;
   if (!wheels.is_object() || wheels.empty()) return dirs;
-  const std::string top = workdir + "/wheels";
+  const std::string top = scratch + "/wheels";
   if (auto made = make_dir(top); !made) return std::unexpected(made.error());
   for (const auto& [name, wheel] : wheels.items()) {
     const std::string dir = top + "/" + std::to_string(dirs.size());
@@ -421,8 +422,18 @@ Result<Value> execute(const Interpreter& python, std::string_view code, PythonIs
                       std::chrono::milliseconds timeout, const std::string& helper, const Value* wheels) {
   auto workdir = detail::ScratchDir::make(sandbox::kPythonWorkdirPrefix);
   if (!workdir) return std::unexpected(workdir.error());
-  auto sys_path = wheels == nullptr ? Result<std::vector<std::string>>() : unpack_wheels(*wheels, workdir->path());
-  if (!sys_path) return std::unexpected(sys_path.error());
+  // The wheels go to a scratch directory of their own: without bubblewrap
+  // the sandbox's root is a tmpfs mounted on `workdir`, which would hide
+  // anything below it from the binds that build that root.
+  std::optional<detail::ScratchDir> wheel_dir;
+  Result<std::vector<std::string>> sys_path;
+  if (wheels != nullptr && wheels->is_object() && !wheels->empty()) {
+    auto made = detail::ScratchDir::make(sandbox::kPythonWorkdirPrefix);
+    if (!made) return std::unexpected(made.error());
+    wheel_dir.emplace(std::move(*made));
+    sys_path = unpack_wheels(*wheels, wheel_dir->path());
+    if (!sys_path) return std::unexpected(sys_path.error());
+  }
   sandbox::Launcher launcher;  // declared before the child: it must outlive it
   Result<std::unique_ptr<sandbox::Child>> child =
       isolation == PythonIsolation::strict

@@ -91,8 +91,9 @@ const Result<void>& strict_available();
 // Runs `code` under `isolation` with `timeout` (docs: the result above).
 // `wheels` (null or absent: none): the revision's pure-Python wheels,
 // {NAME: {"main": PATH, "files": {PATH: TEXT}}} (native::Context::modules):
-// each is unpacked into its own directory of the run's private scratch
-// directory (0755 directories, 0644 files), which is put first on sys.path
+// each is unpacked into its own directory of a private scratch directory of
+// the run (0755 directories, 0644 files; not the working directory, which
+// the sandbox's own root covers), which is put first on sys.path
 // in NAME order; strict mode binds that directory read-only into the
 // sandbox's root and grants it to Landlock for reading, nothing more. The
 // program then runs as `python3 … -c PRELUDE DIR…` (the prelude puts the
