@@ -377,6 +377,200 @@ TEST_P(ModulesOn, AModuleCannotCloseItsWrapper) {
   EXPECT_EQ(out["result"], (Value{{"escaped", "undefined"}, {"thrown", "SyntaxError"}})) << out.dump();
 }
 
+// An ES module package written into `dir`: "type": "module", an "exports"
+// map (a root, a subpath, a pattern; a require condition the import never
+// takes), a cycle (index.js <-> lib/b.js), a .mjs file, a JSON file and a
+// CommonJS dependency (`cjs`, declared next to it). index.js counts its
+// evaluations on globalThis.
+void write_esm_package(const TempDir& home, const std::string& dir) {
+  fs::create_directories(home / dir / "lib" / "feat");
+  home.write(dir + "/package.json",
+             R"({"name":"esm-pkg","version":"1.0.0","type":"module",)"
+             R"("exports":{".":{"require":"./index.cjs","import":"./index.js"},"./sub":"./lib/sub.mjs",)"
+             R"("./feat/*":"./lib/feat/*.js"}})");
+  home.write(dir + "/index.js",
+             "import { b, gb } from './lib/b.js';\n"
+             "import path from 'node:path';\n"
+             "import { join } from 'path';\n"
+             "import cjs, { named } from 'cjs';\n"
+             "import data from './data.json';\n"
+             "globalThis.esmEvaluations = (globalThis.esmEvaluations || 0) + 1;\n"
+             "export const a = 1;\n"
+             "export function cycle() { return b + gb(); }\n"
+             "export default 'esm default';\n"
+             "export const joined = join('x', 'y') + path.sep;\n"
+             "export const interop = [cjs.named, named, data.k];\n"
+             "export const meta = import.meta.url;\n"
+             "export const reach = (what) => import(what).then(() => 'loaded', (e) => e.code);\n");
+  home.write(dir + "/lib/b.js", "import { a } from '../index.js';\nexport let b = 10;\nexport function gb() { return a; }\n");
+  home.write(dir + "/lib/sub.mjs", "export const sub = 'sub';\n");
+  home.write(dir + "/lib/feat/x.js", "export const x = 'feat x';\n");
+  home.write(dir + "/index.cjs", "module.exports = 'the require entry';\n");
+  home.write(dir + "/data.json", R"({"k": 42})");
+  fs::create_directories(home / "cjs");
+  home.write("cjs/package.json", R"({"name":"cjs","version":"1.0.0"})");
+  home.write("cjs/index.js", "exports.named = 'N';\nexports.later = () => import('esm-pkg/sub').then((m) => m.sub);\n");
+}
+
+// ES modules (docs/modules.md, "ES modules"): import() of a declared
+// specifier from tool code, static imports inside an ES package (a cycle, a
+// .mjs file, "exports", JSON, CommonJS and safe builtins), import() from a
+// CommonJS module; each module evaluated once per retained sandbox.
+TEST_P(ModulesOn, EsModulesLoadFromMemoryAndAreEvaluatedOncePerSandbox) {
+  write_esm_package(home, "esm");
+  const std::string esm = add((home / "esm").string());
+  const std::string cjs = add((home / "cjs").string());
+  ASSERT_FALSE(esm.empty() || cjs.empty());
+  install(tool_with("esm_user",
+                    "async () => { const m = await import('esm-pkg'); "
+                    "return {cycle: m.cycle(), def: m.default, joined: m.joined, interop: m.interop, meta: m.meta, "
+                    "sub: (await import('esm-pkg/sub')).sub, feat: (await import('esm-pkg/feat/x')).x, "
+                    "later: await require('cjs').later(), evaluations: globalThis.esmEvaluations, "
+                    "required: (() => { try { require('esm-pkg'); return 'loaded'; } catch (e) { return e.code; } })()}; }",
+                    {{"esm-pkg", esm}, {"cjs", cjs}}));
+  auto r = run_tycli({"--json", "call", "esm_user", "--js-runtime", GetParam(), "--args", "{}", "--args", "{}"}, home.path());
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  std::vector<Value> calls;
+  std::istringstream lines(r.out);
+  for (std::string line; std::getline(lines, line);)
+    if (auto v = json::parse(line)) calls.push_back(*v);
+  ASSERT_EQ(calls.size(), 2u) << r.out;
+  const Value expected = Value::parse(R"({"cycle": 11, "def": "esm default", "joined": "x/y/", "interop": ["N", "N", 42],
+      "meta": "file:///modules/esm-pkg/index.js", "sub": "sub", "feat": "feat x", "later": "sub", "evaluations": 1,
+      "required": "ERR_REQUIRE_ESM"})");
+  EXPECT_EQ(calls[0]["result"], expected) << r.out;
+  EXPECT_EQ(calls[1]["result"], expected) << "the second call reuses the evaluated modules: " << r.out;
+  EXPECT_EQ(calls[1]["sandbox"]["fresh"], false);
+}
+
+// What import() reaches is what require() reaches: nothing undeclared — not
+// another revision's module, not fs, vm or child_process, not a path, a
+// file: or data: URL — from tool code, from eval and Function code, from
+// inside an ES module, and not by a static import; only the safe builtins.
+TEST_P(ModulesOn, AnImportReachesNothingUndeclared) {
+  const std::string runtime = GetParam();
+  write_esm_package(home, "esm");
+  const std::string esm = add((home / "esm").string());
+  const std::string cjs = add((home / "cjs").string());
+  const std::string other = add(kPapaparse.string());
+  install(tool_with("other", "() => require('papaparse').parse('a').data", {{"papaparse", other}}));
+  const fs::path canary = home / "canary.mjs";
+  home.write("canary.mjs", "export default 'read from the host';\n");
+  install(tool_with(
+      "importer",
+      "async ({canary}) => { const m = await import('esm-pkg'); const tool = (w) => import(w).then(() => 'loaded', (e) => e.code); "
+      "const all = ['papaparse', 'fs', 'node:fs', 'vm', 'node:vm', 'module', 'child_process', 'node:child_process', "
+      "'worker_threads', '/etc/passwd', 'file://' + canary, 'data:text/javascript,export default 1', './x.js', "
+      "'esm-pkg/lib/b.js', 'esm-pkg/index.cjs', 'util']; const out = {}; "
+      "for (const w of all) out[w] = [await tool(w), await m.reach(w)]; "
+      "out.fn = await (new Function('return import(\"node:fs\")'))().then(() => 'loaded', (e) => e.code); "
+      "out.eval = await eval('import(\"node:fs\")').then(() => 'loaded', (e) => e.code); return out; }",
+      {{"esm-pkg", esm}, {"cjs", cjs}}));
+  const Value probe = run_json({"call", "importer", "--js-runtime", runtime, "--args", Value{{"canary", canary.string()}}.dump()},
+                               home.path());
+  ASSERT_TRUE(probe.is_object() && probe["result"].is_object()) << probe.dump();
+  const Value& got = probe["result"];
+  ASSERT_EQ(got.size(), 18u) << probe.dump();
+  for (const auto& [what, results] : got.items()) {
+    if (what == "fn" || what == "eval") {
+      EXPECT_EQ(results, "ERR_TASKYON_MODULE_REFUSED") << what << " on " << runtime;
+      continue;
+    }
+    const std::string expected = what == "util" ? "loaded" : "ERR_TASKYON_MODULE_REFUSED";
+    EXPECT_EQ(results[0], expected) << "tool code: import('" << what << "') on " << runtime;
+    EXPECT_EQ(results[1], expected) << "inside an ES module: import('" << what << "') on " << runtime;
+  }
+  // A static import of an undeclared specifier refuses the whole graph.
+  const std::string bad = add(home.write("bad.mjs", "import fs from 'node:fs';\nexport default fs;\n"), {"--name", "bad"});
+  install(tool_with("static_bad", "() => import('bad').then(() => 'loaded', (e) => e.code + ': ' + e.message)",
+                    {{"bad", bad}}));
+  const Value refused = run_json({"call", "static_bad", "--js-runtime", runtime}, home.path());
+  EXPECT_EQ(refused["result"], "ERR_TASKYON_MODULE_REFUSED: import(\"node:fs\") is refused: only the modules the tool "
+                               "declares (bad) and assert, buffer, events, path, querystring, string_decoder, url, util "
+                               "can be imported") << refused.dump();
+}
+
+// R1 and R2 for an ES module: one changed byte of a .mjs bundle changes
+// the module id and the revision id; a tampered stored ES module is refused
+// on read, before any sandbox gets it.
+TEST_F(Modules, AnEsModuleIsContentAddressedAndATamperedOneIsRefused) {
+  const std::string a = add(home.write("v.mjs", "export default 1;\n"), {"--name", "v"});
+  const std::string b = add(home.write("v2.mjs", "export default 2;\n"), {"--name", "v"});
+  ASSERT_FALSE(a.empty() || b.empty());
+  EXPECT_NE(a, b);
+  const std::string code = "async () => (await import('v')).default";
+  const std::string ra = install(tool_with("esm_v", code, {{"v", a}}));
+  const std::string rb = install(tool_with("esm_v", code, {{"v", b}}));
+  EXPECT_NE(ra, rb);
+  EXPECT_EQ(run_json({"call", ra}, home.path())["result"], 1);
+  EXPECT_EQ(run_json({"call", rb}, home.path())["result"], 2);
+  const std::string db = (home / "taskyon.db").string();
+  ASSERT_EQ(run_command({"sqlite3", db, "DROP TRIGGER module_files_no_update; UPDATE module_files SET content = "
+                                        "'export default 3;\n' WHERE content = 'export default 1;\n'"},
+                        home.path()).exit_code,
+            0);
+  auto call = run_tycli({"call", ra}, home.path());
+  EXPECT_NE(call.exit_code, 0);
+  EXPECT_NE(call.err.find("does not hash to its id (tampered)"), std::string::npos) << call.err;
+}
+
+// Node's --experimental-vm-modules (node_argv) is how the loader answers
+// import(); it gives tool code nothing new: a revision without modules (which
+// keeps Node's require, vm included) that builds a SourceTextModule or a
+// Script on Node's own ES loader still meets the permission model for a host
+// file and for fs, and the runtime flags stay fixed; a revision with modules
+// reaches no vm at all.
+TEST_F(Modules, NodesVmModulesFlagGivesToolCodeNoNewAuthority) {
+  home.write("canary.mjs", "export default 'read from the host';\n");
+  const std::string canary = "file://" + (home / "canary.mjs").string();
+  install(js_tool("vm_probe",
+                  "async ({canary}) => { const vm = require('vm'); const out = {}; "
+                  "const t = async (k, f) => { try { out[k] = await f(); } catch (e) { out[k] = e.code || e.message; } }; "
+                  "const own = vm.constants.USE_MAIN_CONTEXT_DEFAULT_LOADER; "
+                  "await t('script', async () => (await new vm.Script('import(' + JSON.stringify(canary) + ')', "
+                  "{importModuleDynamically: own}).runInThisContext()).default); "
+                  "await t('module', async () => { const m = new vm.SourceTextModule('export {default} from ' + "
+                  "JSON.stringify(canary)); await m.link(async (s) => { const n = await new vm.Script('import(' + "
+                  "JSON.stringify(s) + ')', {importModuleDynamically: own}).runInThisContext(); "
+                  "const w = new vm.SyntheticModule(['default'], function () { this.setExport('default', n.default); }); "
+                  "return w; }); await m.evaluate(); return m.namespace.default; }); "
+                  "await t('fs', async () => (await new vm.Script('import(\"node:fs\")', {importModuleDynamically: own})"
+                  ".runInThisContext()).readFileSync(" + Value(std::string("/etc/hostname")).dump() + ", 'utf8')); "
+                  "await t('flags', async () => { require('v8').setFlagsFromString('--allow-natives-syntax'); return 'set'; }); "
+                  "out.stm = typeof vm.SourceTextModule; return out; }"));
+  const Value out = run_json({"call", "vm_probe", "--js-runtime", "node", "--args", Value{{"canary", canary}}.dump()},
+                             home.path());
+  ASSERT_TRUE(out.is_object() && out["result"].is_object()) << out.dump();
+  // The host file: not there for the runtime (its mount namespace holds only
+  // the runtime's files; ERR_MODULE_NOT_FOUND) or refused by the permission
+  // model (ERR_ACCESS_DENIED) — never read.
+  for (const char* k : {"script", "module"}) {
+    const std::string got = out["result"][k].is_string() ? out["result"][k].get<std::string>() : out.dump();
+    EXPECT_TRUE(got == "ERR_MODULE_NOT_FOUND" || got == "ERR_ACCESS_DENIED") << k << ": " << out.dump();
+  }
+  EXPECT_EQ(out["result"]["fs"], "ERR_ACCESS_DENIED") << out.dump();
+  EXPECT_EQ(out["result"]["flags"], "ERR_ACCESS_DENIED") << out.dump();
+  EXPECT_EQ(out["result"]["stm"], "function") << "the flag is on: " << out.dump();
+  const std::string one = add(home.write("one.mjs", "export default 1;\n"), {"--name", "one"});
+  install(tool_with("vm_with_modules",
+                    "async () => [await import('vm').then(() => 'loaded', (e) => e.code), "
+                    "(() => { try { require('vm'); return 'loaded'; } catch (e) { return e.code; } })()]",
+                    {{"one", one}}));
+  EXPECT_EQ(run_json({"call", "vm_with_modules", "--js-runtime", "node"}, home.path())["result"],
+            Value::array({"ERR_TASKYON_MODULE_REFUSED", "ERR_TASKYON_MODULE_REFUSED"}));
+}
+
+// On Deno a revision with modules loads its code as a module `export
+// default (CODE);`: code that closes the parenthesis to add a static import
+// meets the same loader.
+TEST_F(Modules, DenoToolCodeThatAddsAStaticImportMeetsTheLoader) {
+  const std::string one = add(home.write("one.mjs", "export default 1;\n"), {"--name", "one"});
+  install(tool_with("closer", "() => 1);\nimport fs from 'node:fs';\nexport const leaked = (fs", {{"one", one}}));
+  auto r = run_tycli({"call", "closer", "--js-runtime", "deno"}, home.path());
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("import(\"node:fs\") is refused"), std::string::npos) << r.err;
+}
+
 INSTANTIATE_TEST_SUITE_P(Runtimes, ModulesOn, ::testing::Values("node", "deno"),
                          [](const auto& info) { return info.param; });
 

@@ -91,9 +91,31 @@
     }
   }
 
-  // The tool's code becomes a data: module `export default (<code>\n);`, whose
-  // specifier is computed here at run time (never a literal of this module).
-  async function loadTool(code) {
+  // node:vm, imported the first time a revision with modules loads: its
+  // SourceTextModule and SyntheticModule (core.js's ES graphs) and
+  // compileFunction (CommonJS modules whose import() is the loader's).
+  let nodeVm = null;
+  async function vmModule() {
+    if (nodeVm === null) nodeVm = await dynamicImport('node:vm');
+    return nodeVm;
+  }
+
+  // The tool's code becomes a module `export default (<code>\n);`. Without
+  // modules it is a data: module whose specifier is computed here at run time
+  // (never a literal of this module). With modules it is a
+  // vm.SourceTextModule of the same text whose every import — static, should
+  // the code close the parenthesis, or import(), eval and Function code
+  // included — is the module loader's (core.js), not Deno's.
+  async function loadTool(code, importDynamic) {
+    if (importDynamic !== null) {
+      const vm = await vmModule();
+      const tool = new vm.SourceTextModule('export default (' + code + '\n);\n', {
+        identifier: 'tool.js', importModuleDynamically: importDynamic,
+      });
+      await tool.link(importDynamic);
+      await tool.evaluate();
+      return tool.namespace.default;
+    }
     const specifier = 'data:text/javascript,' + encodeURIComponentFn('export default (' + code + '\n);\n');
     try {
       return (await dynamicImport(specifier)).default;
@@ -120,12 +142,25 @@
     fromBase64: (text) => ReflectApply(fromBase64, Uint8ArrayCtor, [text]),
     fatal,
     loadTool,
-    // CommonJS is synchronous, so a module's source is compiled by the
-    // Function constructor (a function body of its own, sloppy mode, as
-    // Node's loader), not a data: import.
-    compileModule: (source, name) => ReflectApply(FunctionCtor, undefined, [
-      'exports', 'require', 'module', '__filename', '__dirname', source + '\n//# sourceURL=module:' + name]),
+    // CommonJS is synchronous, so a module's source is compiled as a
+    // function body of its own (sloppy mode, as Node's loader), not a data:
+    // import: by node:vm's compileFunction, whose import() is the loader's
+    // (node:vm is loaded by then: esm() comes first).
+    compileModule: (source, name, importDynamic) => importDynamic === null || nodeVm === null
+      ? ReflectApply(FunctionCtor, undefined, [
+        'exports', 'require', 'module', '__filename', '__dirname', source + '\n//# sourceURL=module:' + name])
+      : nodeVm.compileFunction(source, ['exports', 'require', 'module', '__filename', '__dirname'],
+        { filename: 'module:' + name, importModuleDynamically: importDynamic }),
     builtin: null,  // Deno's node: modules load only by import, asynchronously: none to require()
+    importBuiltin: async (name) => {
+      const namespace = await dynamicImport('node:' + name);
+      return namespace.default !== undefined ? namespace.default : namespace;
+    },
+    esm: async () => {
+      const vm = await vmModule();
+      return typeof vm.SourceTextModule === 'function' ? { SourceTextModule: vm.SourceTextModule, SyntheticModule: vm.SyntheticModule } : null;
+    },
+    esmConditions: ['deno', 'node', 'import'],
     setRequire: (fn, gate) => {
       defineProperty(globalThis, 'require', { value: fn, writable: true, configurable: true, enumerable: false });
       // Deno 2's global `process`; its import('node:…') stays (docs/modules.md).

@@ -35,6 +35,8 @@
   const defineProperty = Object.defineProperty;
   const runInThisContext = vm.runInThisContext;
   const compileFunction = vm.compileFunction;
+  const SourceTextModule = vm.SourceTextModule;  // undefined without --experimental-vm-modules
+  const SyntheticModule = vm.SyntheticModule;
   const NumberCtor = Number;
   const StringCtor = String;
   const nodeRequire = require;  // this -e script's own: the safe builtins only (core.js kSafeBuiltins)
@@ -127,12 +129,24 @@
     toBase64: (bytes) => bufferToString(ReflectApply(bufferFrom, Buffer, [bytes]), 'base64'),
     fromBase64: (text) => ReflectApply(bufferFrom, Buffer, [text, 'base64']),
     fatal,
-    loadTool: (code) => ReflectApply(runInThisContext, vm, ['(' + code + '\n)', { filename: 'tool.js' }]),
+    // With modules declared, every import() of the code — eval and Function
+    // code inherit it — is the module loader's (core.js); without, import()
+    // has no callback and is refused by Node, as before.
+    loadTool: (code, importDynamic) => ReflectApply(runInThisContext, vm, ['(' + code + '\n)',
+      importDynamic === null ? { filename: 'tool.js' } : { filename: 'tool.js', importModuleDynamically: importDynamic }]),
     // As Node's CommonJS loader: the source is a function body of its own
     // (it cannot close the wrapper early), sloppy mode.
-    compileModule: (source, name) => ReflectApply(compileFunction, vm, [
-      source, ['exports', 'require', 'module', '__filename', '__dirname'], { filename: 'module:' + name }]),
+    compileModule: (source, name, importDynamic) => ReflectApply(compileFunction, vm, [
+      source, ['exports', 'require', 'module', '__filename', '__dirname'],
+      importDynamic === null ? { filename: 'module:' + name }
+        : { filename: 'module:' + name, importModuleDynamically: importDynamic }]),
     builtin: (name) => nodeRequire(name),
+    importBuiltin: async (name) => nodeRequire(name),
+    // vm.SourceTextModule and SyntheticModule exist under
+    // --experimental-vm-modules (node_argv), which also lets an
+    // importModuleDynamically callback answer import() at all.
+    esm: async () => (SourceTextModule === undefined ? null : { SourceTextModule, SyntheticModule }),
+    esmConditions: ['node', 'import'],
     // A revision that declares modules gets the module loader as its
     // `require`; one that declares none keeps Node's (the permission model
     // and the kernel layers stand behind it, as before issue 17).

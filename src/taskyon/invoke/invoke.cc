@@ -92,7 +92,7 @@ Result<std::shared_ptr<const json::Value>> revision_modules(store::Store& store,
     for (const auto& [revision, modules] : kept)
       if (revision == tool.revision) return modules;
   }
-  auto modules = store::code_modules(store, tool.manifest.modules, tool.manifest.code);
+  auto modules = store::code_modules(store, tool.manifest.modules, tool.manifest.code, store::module_kind(tool.manifest));
   if (!modules) return std::unexpected(modules.error());
   auto shared = std::make_shared<const json::Value>(std::move(*modules));
   std::lock_guard lock(mu);
@@ -130,7 +130,10 @@ Result<sandbox::CallOutcome> execute(store::Store& store, const tasks::ResolvedT
         if (auto why = native::unavailable(m.native)) return fail(Errc::runtime_missing, *why, tool.revision);
         return fail(Errc::not_found, fmt::format("R5: this host has no native function \"{}\"", m.native), tool.revision);
       }
-      return run_native(*fn, args, {options.timeout, options.natives});
+      // executePython's wheels (issue 17): read and re-hashed as sandboxed code's modules are.
+      auto modules = revision_modules(store, tool);
+      if (!modules) return std::unexpected(modules.error());
+      return run_native(*fn, args, {options.timeout, options.natives, std::move(*modules)});
     }
     case registry::Execution::external_service: {
       if (m.service.contains("mcp")) {

@@ -6,6 +6,9 @@
 
 #include <fstream>
 #include <memory>
+#include <optional>
+#include <cctype>
+#include <algorithm>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -18,7 +21,40 @@ namespace {
 namespace fs = std::filesystem;
 
 bool kept(std::string_view path) {
-  return path.ends_with(".js") || path.ends_with(".cjs") || path.ends_with(".json");
+  return path.ends_with(".js") || path.ends_with(".cjs") || path.ends_with(".mjs") || path.ends_with(".json");
+}
+
+// The file package.json's "exports" gives the package's root (".") under an
+// import, node, require or default condition (in that preference), "./" stripped; empty
+// when it names none. Only for a package without "main": the guest resolves
+// "exports" itself for every import (docs/modules.md).
+std::string exports_root(const json::Value& exports) {
+  const json::Value* root = &exports;
+  if (exports.is_object() && !exports.empty() && exports.begin().key().starts_with(".")) {
+    if (!exports.contains(".")) return {};
+    root = &exports["."];
+  }
+  for (int depth = 0; depth < 8; ++depth) {
+    if (root->is_string()) {
+      std::string target = root->get<std::string>();
+      return target.starts_with("./") ? target.substr(2) : std::string();
+    }
+    if (root->is_array()) {
+      if (root->empty()) return {};
+      root = &(*root)[0];
+      continue;
+    }
+    if (!root->is_object()) return {};
+    const json::Value* next = nullptr;  // (json::Value sorts keys: the conditions by preference instead)
+    for (const char* key : {"import", "node", "require", "default"})
+      if (root->contains(key)) {
+        next = &(*root)[key];
+        break;
+      }
+    if (next == nullptr) return {};
+    root = next;
+  }
+  return {};
 }
 
 // A relative path without ".", "..", empty segments, a leading "/" or a NUL.
@@ -72,6 +108,7 @@ Result<void> apply_package_json(Module& m, std::string_view where) {
   if (m.name.empty()) m.name = field("name");
   if (m.version.empty()) m.version = field("version");
   std::string main = field("main");
+  if (main.empty() && pkg->contains("exports")) main = exports_root((*pkg)["exports"]);
   while (main.starts_with("./")) main.erase(0, 2);
   if (main.empty()) main = "index.js";
   // Node's resolution of "main": the file, FILE.js, FILE/index.js.
@@ -80,7 +117,7 @@ Result<void> apply_package_json(Module& m, std::string_view where) {
       m.main = candidate;
       return {};
     }
-  return fail(Errc::bad_usage, fmt::format("package.json's main \"{}\" is not among the package's .js/.cjs/.json files", main),
+  return fail(Errc::bad_usage, fmt::format("package.json's main \"{}\" is not among the package's .js/.cjs/.mjs/.json files", main),
               std::string(where) + "/package.json");
 }
 
@@ -94,7 +131,7 @@ Result<void> add_file(Module& m, std::string path, std::string bytes, std::size_
   if (auto old = m.files.find(path); old != m.files.end()) total -= old->second.size();
   total += bytes.size();
   if (total > kMaxModuleBytes)
-    return fail(Errc::bad_usage, fmt::format("the package's .js/.cjs/.json files exceed {} bytes together (docs/modules.md)",
+    return fail(Errc::bad_usage, fmt::format("the package's .js/.cjs/.mjs/.json files exceed {} bytes together (docs/modules.md)",
                                              kMaxModuleBytes), path);
   m.files.insert_or_assign(std::move(path), std::move(bytes));
   return {};
@@ -154,6 +191,119 @@ Result<Module> read_tarball(const fs::path& source) {
   return m;
 }
 
+// A wheel's file name: NAME-VERSION(-BUILD)?-PYTAGS-ABI-PLATFORM.whl (PEP 427).
+struct WheelName {
+  std::string name, version, python, abi, platform;
+};
+std::optional<WheelName> parse_wheel_name(std::string file) {
+  if (!file.ends_with(".whl")) return std::nullopt;
+  file.resize(file.size() - 4);
+  std::vector<std::string> parts;
+  for (std::size_t start = 0;;) {
+    const std::size_t dash = file.find('-', start);
+    parts.push_back(file.substr(start, dash == std::string::npos ? dash : dash - start));
+    if (dash == std::string::npos) break;
+    start = dash + 1;
+  }
+  if (parts.size() != 5 && parts.size() != 6) return std::nullopt;
+  for (const auto& p : parts)
+    if (p.empty()) return std::nullopt;
+  const std::size_t n = parts.size();
+  return WheelName{parts[0], parts[1], parts[n - 3], parts[n - 2], parts[n - 1]};
+}
+
+// PEP 503: lower case, each run of "-", "_" and "." one "-".
+std::string normalized_distribution(std::string_view name) {
+  std::string out;
+  for (char c : name) {
+    if (c == '-' || c == '_' || c == '.') {
+      if (out.empty() || out.back() != '-') out += '-';
+    } else {
+      out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    }
+  }
+  return out;
+}
+
+Result<Module> read_wheel(const fs::path& source) {
+  const std::string file = source.filename().string();
+  const auto tags = parse_wheel_name(file);
+  if (!tags)
+    return fail(Errc::bad_usage, "a wheel is named NAME-VERSION(-BUILD)?-PYTHON-ABI-PLATFORM.whl (PEP 427)",
+                source.string());
+  bool pure_python_tag = true;
+  for (std::size_t start = 0; start <= tags->python.size();) {
+    const std::size_t dot = tags->python.find('.', start);
+    const std::string tag = tags->python.substr(start, dot == std::string::npos ? dot : dot - start);
+    pure_python_tag = pure_python_tag && tag.starts_with("py");
+    if (dot == std::string::npos) break;
+    start = dot + 1;
+  }
+  if (!pure_python_tag || tags->abi != "none" || tags->platform != "any")
+    return fail(Errc::bad_usage,
+                fmt::format("only pure-Python wheels (py3-none-any) can be stored; this one is tagged {}-{}-{} "
+                            "(compiled code would run outside what the sandbox can vouch for)",
+                            tags->python, tags->abi, tags->platform),
+                source.string());
+  auto bytes = slurp(source);
+  if (!bytes) return std::unexpected(bytes.error());
+  Module m;
+  m.kind = std::string(kWheelKind);
+  m.name = normalized_distribution(tags->name);
+  m.version = tags->version;
+  m.integrity = sri_sha512(*bytes);
+  std::unique_ptr<archive, decltype(&archive_read_free)> a(archive_read_new(), archive_read_free);
+  archive_read_support_format_zip(a.get());
+  if (archive_read_open_memory(a.get(), bytes->data(), bytes->size()) != ARCHIVE_OK)
+    return fail(Errc::bad_usage, fmt::format("not a zip archive: {}", archive_error_string(a.get())), source.string());
+  std::size_t total = 0;
+  archive_entry* entry = nullptr;
+  for (;;) {
+    const int r = archive_read_next_header(a.get(), &entry);
+    if (r == ARCHIVE_EOF) break;
+    if (r != ARCHIVE_OK)
+      return fail(Errc::bad_usage, fmt::format("the wheel is damaged: {}", archive_error_string(a.get())),
+                  source.string());
+    if (archive_entry_filetype(entry) != AE_IFREG) continue;  // directories, links: never followed
+    std::string path = archive_entry_pathname(entry) ? archive_entry_pathname(entry) : "";
+    if (!is_clean_path(path))
+      return fail(Errc::bad_usage, "a path in the wheel leaves it or is not normalized (\"..\", \"/\" first, \"\\\")",
+                  path);
+    const std::string top = path.substr(0, path.find('/'));
+    if (top.ends_with(".data")) {
+      const std::string below = path.substr(top.size() + 1);
+      if (below.starts_with("purelib/") || below.starts_with("platlib/"))
+        return fail(Errc::bad_usage, "the wheel installs code from its .data/purelib or .data/platlib, which is not "
+                                     "supported (build it with the code at the wheel's root)", path);
+      m.skipped.push_back(std::move(path));
+      continue;
+    }
+    const la_int64_t size = archive_entry_size(entry);
+    if (size < 0) return fail(Errc::bad_usage, "the wheel is damaged", path);
+    if (static_cast<std::size_t>(size) > kMaxModuleBytes - std::min(total, kMaxModuleBytes))
+      return fail(Errc::bad_usage, fmt::format("the wheel's files exceed {} bytes together (docs/modules.md)",
+                                               kMaxModuleBytes), path);
+    std::string data(static_cast<std::size_t>(size), '\0');
+    if (size > 0 && archive_read_data(a.get(), data.data(), data.size()) != size)
+      return fail(Errc::bad_usage, "the wheel is damaged", path);
+    if (!json::canonicalize(json::Value(data)))
+      return fail(Errc::bad_usage, "the wheel holds a file that is not UTF-8 text; the module store keeps text files only",
+                  path);
+    if (auto old = m.files.find(path); old != m.files.end()) total -= old->second.size();
+    total += data.size();
+    m.files.insert_or_assign(std::move(path), std::move(data));
+  }
+  const std::string dist_info = tags->name + "-" + tags->version + ".dist-info/";
+  const auto wheel_file = m.files.find(dist_info + "WHEEL");
+  if (wheel_file == m.files.end() || !m.files.contains(dist_info + "METADATA"))
+    return fail(Errc::bad_usage, fmt::format("the wheel has no {}WHEEL and METADATA", dist_info), source.string());
+  if (wheel_file->second.find("Root-Is-Purelib: true") == std::string::npos)
+    return fail(Errc::bad_usage, "the wheel's WHEEL file does not say Root-Is-Purelib: true (not a pure-Python wheel)",
+                wheel_file->first);
+  m.main = dist_info + "METADATA";
+  return m;
+}
+
 Result<Module> read_directory(const fs::path& source) {
   Module m;
   std::size_t total = 0;
@@ -185,13 +335,15 @@ Result<Module> read_directory(const fs::path& source) {
 }  // namespace
 
 Result<void> check(const Module& m) {
+  if (!m.kind.empty() && m.kind != kWheelKind)
+    return fail(Errc::bad_usage, fmt::format("\"{}\" is not a kind of module (npm, or {})", m.kind, kWheelKind));
   if (!registry::is_module_specifier(m.name))
     return fail(Errc::bad_usage, fmt::format("\"{}\" is not an npm package name (lower case, URL-safe, at most 214 "
                                              "characters, an optional @scope/); give one with --name", m.name));
   if (m.version.empty() || m.version.size() > 256)
     return fail(Errc::bad_usage, "the module has no version (package.json \"version\", or --version)");
   if (m.files.empty() || m.files.size() > kMaxModuleFiles)
-    return fail(Errc::bad_usage, fmt::format("a module holds 1 to {} .js/.cjs/.json files; this one {}",
+    return fail(Errc::bad_usage, fmt::format("a module holds 1 to {} .js/.cjs/.mjs/.json files; this one {}",
                                              kMaxModuleFiles, m.files.size()));
   std::size_t total = 0;
   for (const auto& [path, bytes] : m.files) {
@@ -214,6 +366,7 @@ Result<json::Value> record(const Module& m) {
   for (const auto& [path, bytes] : m.files) files[path] = json::content_id(bytes);
   json::Value r = {{"files", std::move(files)}, {"main", m.main}, {"name", m.name}, {"version", m.version}};
   if (!m.integrity.empty()) r["integrity"] = m.integrity;
+  if (!m.kind.empty()) r["kind"] = m.kind;
   return r;
 }
 
@@ -229,9 +382,19 @@ Result<Module> read_module(const fs::path& source, std::string_view name, std::s
   if (ec || !fs::exists(status)) return fail(Errc::io, "no such file or directory", source.string());
   const std::string file = source.filename().string();
   Result<Module> m = Module{};
-  const bool bundle = fs::is_regular_file(status) && (file.ends_with(".js") || file.ends_with(".cjs"));
+  const bool bundle =
+      fs::is_regular_file(status) && (file.ends_with(".js") || file.ends_with(".cjs") || file.ends_with(".mjs"));
   if (!fs::is_directory(status) && !fs::is_regular_file(status))
     return fail(Errc::bad_usage, "a module is read from a regular file or a directory", source.string());
+  if (file.ends_with(".whl")) {
+    auto wheel = read_wheel(source);
+    if (!wheel) return wheel;
+    if (!name.empty() || !version.empty())
+      return fail(Errc::bad_usage, "a wheel's name and version are its file name's: --name and --version do not apply",
+                  source.string());
+    if (auto ok = check(*wheel); !ok) return std::unexpected(ok.error());
+    return wheel;
+  }
   if (fs::is_directory(status)) {
     m = read_directory(source);
   } else if (bundle) {

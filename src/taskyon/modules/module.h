@@ -1,9 +1,13 @@
 // Modules: libraries tool code may load (issue 17). A module is an immutable,
 // content-addressed set of text files (an npm package's JavaScript and JSON,
-// or one bundle) with the package's name, version and entry file. Its id is
-// the content id (json.h) of its record, RFC 8785 canonical JSON of
+// or one bundle; or a pure-Python wheel's files) with the package's name,
+// version and entry file. Its id is the content id (json.h) of its record,
+// RFC 8785 canonical JSON of
 //   {"files": {PATH: "sha256:…" of the file's bytes, …}, "integrity"?: NPM
-//    INTEGRITY, "main": PATH, "name": NAME, "version": VERSION}
+//    INTEGRITY, "kind"?: "python-wheel", "main": PATH, "name": NAME,
+//    "version": VERSION}
+// ("kind" only for a wheel: an npm module's record is what it was before
+// wheels existed, so its id too)
 // so one changed byte of any file changes the module id, and with it the
 // revision id of every manifest that names it (a manifest's `modules` maps
 // a specifier to a module id; it is part of the hashed definition, R1).
@@ -31,11 +35,16 @@ inline constexpr std::size_t kMaxModuleFiles = 2000;         // files of one mod
 // bytes): at most the sandbox's default max_frame_bytes (sandbox/pool.h).
 inline constexpr std::size_t kMaxLoadFrameBytes = 8u << 20;
 
+// Module::kind of a pure-Python wheel; an npm module's kind is empty.
+inline constexpr std::string_view kWheelKind = "python-wheel";
+
 struct Module {
-  std::string name;       // the npm package name, e.g. "papaparse" or "@scope/pkg"
+  std::string kind;       // empty: an npm module (JavaScript); kWheelKind: a pure-Python wheel
+  std::string name;       // the npm package name, e.g. "papaparse" or "@scope/pkg"; a wheel's
+                          // distribution name, PEP 503-normalized (lower case, "-" for runs of -_.)
   std::string version;    // its version, e.g. "5.7.1"; "0.0.0" for a bundle without one
-  std::string main;       // the entry file, a key of `files`
-  std::string integrity;  // npm's "sha512-…" of the tarball it came from; empty otherwise
+  std::string main;       // the entry file, a key of `files` (a wheel: its NAME-VERSION.dist-info/METADATA)
+  std::string integrity;  // "sha512-…" (W3C SRI, as npm's) of the tarball or wheel it came from; empty otherwise
   std::map<std::string, std::string> files;  // relative path ("lib/x.js") -> bytes (UTF-8 text)
   std::vector<std::string> skipped = {};     // package files left out (not .js/.cjs/.json), for the report
 };
@@ -51,13 +60,21 @@ Result<std::string> module_id(const Module& module);
 Result<void> check(const Module& module);
 
 // Reads a module from `source`:
+//   a pure-Python wheel (NAME-VERSION(-BUILD)?-PY-none-any.whl, PEP 427; a
+//   zip read with libarchive): ABI tag "none", platform "any", every Python
+//   tag "py…", its WHEEL file saying Root-Is-Purelib: true; every regular
+//   file kept, each UTF-8 text (the store holds text), paths relative and
+//   normalized; NAME-VERSION.data/ is refused for purelib/platlib (code that
+//   would be lost) and left out otherwise (scripts, headers, data);
 //   an npm package tarball (`npm pack` output, .tgz/.tar.gz; its files under
 //   "package/"), read with libarchive; `integrity` is its sha512;
 //   a package directory (with package.json, e.g. node_modules/papaparse);
-//   a single .js/.cjs file (a bundle): `name` must be given, version "0.0.0".
-// name/version/main come from package.json ("main", else "index.js"); `name`
-// and `version`, when not empty, override them. Only .js, .cjs and .json
-// files are kept (others are listed in `skipped`); node_modules/ inside a
+//   a single .js/.cjs/.mjs file (a bundle; .mjs an ES module): `name` must be
+//   given, version "0.0.0".
+// name/version/main come from package.json ("main"; without one, the root
+// of "exports" under import/node/require/default; else "index.js"); `name`
+// and `version`, when not empty, override them. Only .js, .cjs, .mjs and
+// .json files are kept (others are listed in `skipped`); node_modules/ inside a
 // package is skipped (a module's dependencies are modules of their own).
 // Errc::io when the source cannot be read, Errc::bad_usage for a package
 // check() refuses.

@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -275,11 +276,19 @@ std::string find_on_path(std::string_view path_env, std::string_view name) {
   }
 }
 
-std::vector<std::string> python_argv(const Interpreter& python, PythonIsolation isolation) {
+std::vector<std::string> python_argv(const Interpreter& python, PythonIsolation isolation,
+                                     const std::vector<std::string>& sys_path) {
   // -I: isolated (no PYTHON* variables, no user site, no script or cwd directory on sys.path);
   // -B: writes no bytecode; -u: unbuffered, so output before a kill is kept; -: the program is stdin.
-  if (isolation == PythonIsolation::strict) return {python.executable, "-I", "-S", "-B", "-u", "-"};
-  return {python.executable, "-I", "-B", "-u", "-"};
+  std::vector<std::string> argv = isolation == PythonIsolation::strict
+                                      ? std::vector<std::string>{python.executable, "-I", "-S", "-B", "-u", "-"}
+                                      : std::vector<std::string>{python.executable, "-I", "-B", "-u", "-"};
+  if (!sys_path.empty()) {  // -I ignores PYTHONPATH: the prelude puts the wheels' directories on sys.path
+    argv.back() = "-c";
+    argv.emplace_back(kSysPathPrelude);
+    argv.insert(argv.end(), sys_path.begin(), sys_path.end());
+  }
+  return argv;
 }
 
 }  // namespace detail
@@ -292,6 +301,61 @@ std::vector<std::string> current_environment() {
   std::vector<std::string> env;
   for (char** e = environ; e && *e; ++e) env.emplace_back(*e);
   return env;
+}
+
+// Writes `bytes` to a new file `path` (mode 0644 whatever the umask).
+Result<void> write_file(const std::string& path, std::string_view bytes) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (fd < 0) return fail(Errc::io, fmt::format("cannot create {}: {}", path, std::strerror(errno)), path);
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      ::close(fd);
+      return fail(Errc::io, fmt::format("cannot write {}: {}", path, std::strerror(errno)), path);
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  if (::fchmod(fd, 0644) != 0 || ::close(fd) != 0)
+    return fail(Errc::io, fmt::format("cannot finish {}: {}", path, std::strerror(errno)), path);
+  return {};
+}
+
+// A directory `path` (mode 0755 whatever the umask): readable by the
+// sandbox's uid, whose root binds it.
+Result<void> make_dir(const std::string& path) {
+  if (::mkdir(path.c_str(), 0755) != 0 && errno != EEXIST)
+    return fail(Errc::io, fmt::format("cannot create {}: {}", path, std::strerror(errno)), path);
+  if (::chmod(path.c_str(), 0755) != 0)
+    return fail(Errc::io, fmt::format("cannot set the mode of {}: {}", path, std::strerror(errno)), path);
+  return {};
+}
+
+// The wheels' files under <scratch>/wheels/<N>/ (N: 0, 1, … in NAME order);
+// those directories, for sys.path. The paths were checked when the module
+// was stored (relative, normalized) and re-hashed when it was read.
+Result<std::vector<std::string>> unpack_wheels(const Value& wheels, const std::string& scratch) {
+  std::vector<std::string> dirs;
+  if (!wheels.is_object() || wheels.empty()) return dirs;
+  const std::string top = scratch + "/wheels";
+  if (auto made = make_dir(top); !made) return std::unexpected(made.error());
+  for (const auto& [name, wheel] : wheels.items()) {
+    const std::string dir = top + "/" + std::to_string(dirs.size());
+    if (auto made = make_dir(dir); !made) return std::unexpected(made.error());
+    if (!wheel.is_object() || !wheel.contains("files") || !wheel.at("files").is_object())
+      return fail(Errc::internal, "a wheel without files", name);
+    for (const auto& [path, text] : wheel.at("files").items()) {
+      if (path.empty() || path.front() == '/' || path.find("..") != std::string::npos || !text.is_string())
+        return fail(Errc::internal, "a wheel's file path is not relative and normalized", path);
+      for (std::size_t slash = path.find('/'); slash != std::string::npos; slash = path.find('/', slash + 1))
+        if (auto made = make_dir(dir + "/" + path.substr(0, slash)); !made) return std::unexpected(made.error());
+      if (auto written = write_file(dir + "/" + path, text.get_ref<const std::string&>()); !written)
+        return std::unexpected(written.error());
+    }
+    dirs.push_back(dir);
+  }
+  return dirs;
 }
 
 int exit_code_of(int wait_status) {
@@ -355,14 +419,26 @@ std::string approval_question(PythonIsolation isolation) {
 }
 
 Result<Value> execute(const Interpreter& python, std::string_view code, PythonIsolation isolation,
-                      std::chrono::milliseconds timeout, const std::string& helper) {
+                      std::chrono::milliseconds timeout, const std::string& helper, const Value* wheels) {
   auto workdir = detail::ScratchDir::make(sandbox::kPythonWorkdirPrefix);
   if (!workdir) return std::unexpected(workdir.error());
+  // The wheels go to a scratch directory of their own: without bubblewrap
+  // the sandbox's root is a tmpfs mounted on `workdir`, which would hide
+  // anything below it from the binds that build that root.
+  std::optional<detail::ScratchDir> wheel_dir;
+  Result<std::vector<std::string>> sys_path;
+  if (wheels != nullptr && wheels->is_object() && !wheels->empty()) {
+    auto made = detail::ScratchDir::make(sandbox::kPythonWorkdirPrefix);
+    if (!made) return std::unexpected(made.error());
+    wheel_dir.emplace(std::move(*made));
+    sys_path = unpack_wheels(*wheels, wheel_dir->path());
+    if (!sys_path) return std::unexpected(sys_path.error());
+  }
   sandbox::Launcher launcher;  // declared before the child: it must outlive it
   Result<std::unique_ptr<sandbox::Child>> child =
       isolation == PythonIsolation::strict
-          ? detail::spawn_strict(python, helper, workdir->path(), launcher)
-          : detail::spawn_plain(detail::python_argv(python, isolation),
+          ? detail::spawn_strict(python, helper, workdir->path(), launcher, *sys_path)
+          : detail::spawn_plain(detail::python_argv(python, isolation, *sys_path),
                                 {"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8"}, workdir->path());
   if (!child) return std::unexpected(child.error());
   const Collected c = detail::collect(**child, code, timeout, kMaxOutputBytes);
@@ -439,7 +515,8 @@ NativeFunction function() {
             if (isolation == PythonIsolation::host)
               context.session->warn_once("python-host",
                                          host_mode_warning(context.session->preapproved(std::string(kPythonId))));
-            return execute(*found, text, isolation, context.timeout, context.session->helper());
+            return execute(*found, text, isolation, context.timeout, context.session->helper(),
+                           context.modules ? context.modules.get() : nullptr);
           }};
 }
 
