@@ -29,7 +29,14 @@
   //                              (a runtime module by name, kSafeBuiltins only) its
   //                              process.getBuiltinModule
   //   io.limits                  {maxFrameBytes, maxLogBytes, maxDepth} from the host's argv
-  // and gets back {emitLog, onLine, describe}.
+  // and gets back {emitLog, onLine, onFrame, describe, importFromHarness}:
+  // onFrame(frame) is onLine for a frame already parsed (JSON.parse); and
+  // importFromHarness(specifier) must answer every import() the runtime
+  // routes to the harness's own script — code that Function or eval made
+  // while a frame of the harness was on top (the harness calling a function
+  // tool code supplied: the tool, a toString, a getter, a then) — so it is
+  // the tool's own loader in a revision with modules and a refusal
+  // otherwise, never the runtime's loader.
   function guestCore(io) {
     // Snapshots, taken before any tool code runs. Harness integrity is not a
     // security property (the host validates every frame); these keep an
@@ -761,6 +768,15 @@
       writeFrame(fitted(toWellFormed(message), (m) => '{"type":"load_error","message":' + stringify(m) + '}'));
     }
 
+    // import() of code the harness's own frames made (importFromHarness):
+    // what tool code's own import() is, once the tool's modules are known.
+    let toolImport = null;
+    function importFromHarness(specifier) {
+      if (toolImport !== null) return toolImport(specifier);
+      return PromiseCtor.reject(moduleRefused(StringCtor(specifier), loading
+        ? 'the tool declares no modules, so import() reaches nothing' : 'no tool is loaded', 'import'));
+    }
+
     async function load(code, modules) {
       let fn;
       try {
@@ -769,6 +785,7 @@
           const loader = moduleLoader(modules, await io.esm());
           io.setRequire(loader.require, builtinGate);
           importDynamic = loader.importFrom;
+          toolImport = importDynamic;
         }
         fn = await io.loadTool(code, importDynamic);
       } catch (e) {
@@ -806,6 +823,10 @@
     function onLine(line) {
       let frame;
       try { frame = parse(line); } catch { io.fatal(65, 'malformed host frame'); }
+      onFrame(frame);
+    }
+
+    function onFrame(frame) {
       if (frame === null || typeof frame !== 'object') io.fatal(65, 'malformed host frame');
       if (frame.type === 'load' && typeof frame.code === 'string' && !loading &&
           (frame.modules === undefined || (frame.modules !== null && typeof frame.modules === 'object'))) {
@@ -825,5 +846,5 @@
     }
 
     defineProperty(globalThis, 'fetch', { value: idleFetch, configurable: true, enumerable: true, writable: true });
-    return { emitLog, onLine, describe };
+    return { emitLog, onLine, onFrame, describe, importFromHarness };
   }
