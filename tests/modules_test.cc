@@ -577,6 +577,40 @@ TEST_P(ModulesOn, CodeTheHarnessMakesFromAToolsFunctionMeetsTheLoader) {
   }
 }
 
+// An "exports" pattern gives only what it matches: what its "*" matched
+// may not hold a ".", ".." or node_modules segment (any case, percent-encoded,
+// with "/" or "\"), nor may a target ("./lib/../hidden.js") — Node's
+// ERR_INVALID_MODULE_SPECIFIER and ERR_INVALID_PACKAGE_TARGET, the codes it
+// gives for the same package (checked against Node 20 by hand); an invalid
+// target in an array is skipped for the next. "ex/star/../hidden.js" reached
+// the unexported hidden.js.
+TEST_P(ModulesOn, AnExportsPatternReachesNothingItDoesNotExport) {
+  fs::create_directories(home / "ex" / "lib" / "node_modules");
+  home.write("ex/package.json",
+             R"({"name":"ex","version":"1.0.0","type":"module","exports":{".":"./index.js","./star/*":"./lib/*",)"
+             R"("./bad":"./lib/../hidden.js","./arr":["./x/../hidden.js","./lib/a.js"]}})");
+  home.write("ex/index.js", "export default 'index';\n");
+  home.write("ex/lib/a.js", "export default 'a';\n");
+  home.write("ex/hidden.js", "export default 'hidden';\n");
+  home.write("ex/lib/node_modules/y.js", "export default 'y';\n");  // left out by module add, as any node_modules/
+  const std::string ex = add((home / "ex").string());
+  install(tool_with("exporter",
+                    "async () => { const out = {}; for (const s of ['ex/star/a.js', 'ex/star/../hidden.js', "
+                    "'ex/star/%2e%2e/hidden.js', 'ex/star/%2E%2e/hidden.js', 'ex/star/./a.js', "
+                    "'ex/star/node_modules/y.js', 'ex/star/NODE_MODULES/y.js', 'ex/star//a.js', 'ex/bad', 'ex/arr', "
+                    "'ex/hidden.js', 'ex/star/x\\\\..\\\\..\\\\hidden.js']) { "
+                    "try { out[s] = (await import(s)).default; } catch (e) { out[s] = e.code; } } return out; }",
+                    {{"ex", ex}}));
+  const Value out = run_json({"call", "exporter", "--js-runtime", GetParam()}, home.path());
+  EXPECT_EQ(out["result"], Value::parse(R"({"ex/star/a.js": "a", "ex/star/../hidden.js": "ERR_INVALID_MODULE_SPECIFIER",
+      "ex/star/%2e%2e/hidden.js": "ERR_INVALID_MODULE_SPECIFIER", "ex/star/%2E%2e/hidden.js": "ERR_INVALID_MODULE_SPECIFIER",
+      "ex/star/./a.js": "ERR_INVALID_MODULE_SPECIFIER", "ex/star/node_modules/y.js": "ERR_INVALID_MODULE_SPECIFIER",
+      "ex/star/NODE_MODULES/y.js": "ERR_INVALID_MODULE_SPECIFIER", "ex/star//a.js": "a",
+      "ex/bad": "ERR_INVALID_PACKAGE_TARGET", "ex/arr": "a", "ex/hidden.js": "ERR_TASKYON_MODULE_REFUSED",
+      "ex/star/x\\..\\..\\hidden.js": "ERR_INVALID_MODULE_SPECIFIER"})"))
+      << out.dump();
+}
+
 // R1 and R2 for an ES module: one changed byte of a .mjs bundle changes
 // the module id and the revision id; a tampered stored ES module is refused
 // on read, before any sandbox gets it.
