@@ -9,6 +9,7 @@
 #include <optional>
 #include <cctype>
 #include <algorithm>
+#include <set>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -266,9 +267,7 @@ Result<Module> read_wheel(const fs::path& source) {
                   source.string());
     if (archive_entry_filetype(entry) != AE_IFREG) continue;  // directories, links: never followed
     std::string path = archive_entry_pathname(entry) ? archive_entry_pathname(entry) : "";
-    if (!is_clean_path(path))
-      return fail(Errc::bad_usage, "a path in the wheel leaves it or is not normalized (\"..\", \"/\" first, \"\\\")",
-                  path);
+    if (auto ok = check_wheel_path(path); !ok) return std::unexpected(ok.error());
     const std::string top = path.substr(0, path.find('/'));
     if (top.ends_with(".data")) {
       const std::string below = path.substr(top.size() + 1);
@@ -304,6 +303,85 @@ Result<Module> read_wheel(const fs::path& source) {
   return m;
 }
 
+// CPython 3.10–3.14's sys.stdlib_module_names together (3.11's, plus what
+// 3.12–3.14 added: _pydatetime, _pylong, _sha2, _wmi; _android_support,
+// _apple_support, _colorize, _interp*, _ios_support, _opcode_metadata,
+// _pyrepl, _suggestions, _sysconfig; _hmac, _py_warnings, _remote_debugging,
+// _types, _zstd, annotationlib, compression), sorted for binary search.
+constexpr std::string_view kStdlibModules[] = {
+    "__future__", "_abc", "_aix_support", "_android_support", "_apple_support", "_ast", "_asyncio", "_bisect",
+    "_blake2", "_bootsubprocess", "_bz2", "_codecs", "_codecs_cn", "_codecs_hk", "_codecs_iso2022", "_codecs_jp",
+    "_codecs_kr", "_codecs_tw", "_collections", "_collections_abc", "_colorize", "_compat_pickle", "_compression",
+    "_contextvars", "_crypt", "_csv", "_ctypes", "_curses", "_curses_panel", "_datetime", "_dbm", "_decimal",
+    "_elementtree", "_frozen_importlib", "_frozen_importlib_external", "_functools", "_gdbm", "_hashlib", "_heapq",
+    "_hmac", "_imp", "_interpchannels", "_interpqueues", "_interpreters", "_io", "_ios_support", "_json", "_locale",
+    "_lsprof", "_lzma", "_markupbase", "_md5", "_msi", "_multibytecodec", "_multiprocessing", "_opcode",
+    "_opcode_metadata", "_operator", "_osx_support", "_overlapped", "_pickle", "_posixshmem", "_posixsubprocess",
+    "_py_abc", "_py_warnings", "_pydatetime", "_pydecimal", "_pyio", "_pylong", "_pyrepl", "_queue", "_random",
+    "_remote_debugging", "_scproxy", "_sha1", "_sha2", "_sha256", "_sha3", "_sha512", "_signal", "_sitebuiltins",
+    "_socket", "_sqlite3", "_sre", "_ssl", "_stat", "_statistics", "_string", "_strptime", "_struct",
+    "_suggestions", "_symtable", "_sysconfig", "_thread", "_threading_local", "_tkinter", "_tokenize",
+    "_tracemalloc", "_types", "_typing", "_uuid", "_warnings", "_weakref", "_weakrefset", "_winapi", "_wmi",
+    "_zoneinfo", "_zstd", "abc", "aifc", "annotationlib", "antigravity", "argparse", "array", "ast", "asynchat",
+    "asyncio", "asyncore", "atexit", "audioop", "base64", "bdb", "binascii", "bisect", "builtins", "bz2",
+    "cProfile", "calendar", "cgi", "cgitb", "chunk", "cmath", "cmd", "code", "codecs", "codeop", "collections",
+    "colorsys", "compileall", "compression", "concurrent", "configparser", "contextlib", "contextvars", "copy",
+    "copyreg", "crypt", "csv", "ctypes", "curses", "dataclasses", "datetime", "dbm", "decimal", "difflib", "dis",
+    "distutils", "doctest", "email", "encodings", "ensurepip", "enum", "errno", "faulthandler", "fcntl", "filecmp",
+    "fileinput", "fnmatch", "fractions", "ftplib", "functools", "gc", "genericpath", "getopt", "getpass", "gettext",
+    "glob", "graphlib", "grp", "gzip", "hashlib", "heapq", "hmac", "html", "http", "idlelib", "imaplib", "imghdr",
+    "imp", "importlib", "inspect", "io", "ipaddress", "itertools", "json", "keyword", "lib2to3", "linecache",
+    "locale", "logging", "lzma", "mailbox", "mailcap", "marshal", "math", "mimetypes", "mmap", "modulefinder",
+    "msilib", "msvcrt", "multiprocessing", "netrc", "nis", "nntplib", "nt", "ntpath", "nturl2path", "numbers",
+    "opcode", "operator", "optparse", "os", "ossaudiodev", "pathlib", "pdb", "pickle", "pickletools", "pipes",
+    "pkgutil", "platform", "plistlib", "poplib", "posix", "posixpath", "pprint", "profile", "pstats", "pty", "pwd",
+    "py_compile", "pyclbr", "pydoc", "pydoc_data", "pyexpat", "queue", "quopri", "random", "re", "readline",
+    "reprlib", "resource", "rlcompleter", "runpy", "sched", "secrets", "select", "selectors", "shelve", "shlex",
+    "shutil", "signal", "site", "smtpd", "smtplib", "sndhdr", "socket", "socketserver", "spwd", "sqlite3",
+    "sre_compile", "sre_constants", "sre_parse", "ssl", "stat", "statistics", "string", "stringprep", "struct",
+    "subprocess", "sunau", "symtable", "sys", "sysconfig", "syslog", "tabnanny", "tarfile", "telnetlib", "tempfile",
+    "termios", "textwrap", "this", "threading", "time", "timeit", "tkinter", "token", "tokenize", "tomllib",
+    "trace", "traceback", "tracemalloc", "tty", "turtle", "turtledemo", "types", "typing", "unicodedata",
+    "unittest", "urllib", "uu", "uuid", "venv", "warnings", "wave", "weakref", "webbrowser", "winreg", "winsound",
+    "wsgiref", "xdrlib", "xml", "xmlrpc", "zipapp", "zipfile", "zipimport", "zlib", "zoneinfo",
+};
+
+// What a loader takes for native code, by name (the last segment) or by
+// its first bytes; empty when neither.
+std::string native_code(std::string_view path, std::string_view bytes) {
+  std::string name(path.substr(path.rfind('/') + 1));
+  for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (const std::string_view suffix : {".so", ".pyd", ".dylib", ".dll"})
+    if (name.ends_with(suffix)) return fmt::format("its name ends in {} (a native extension or shared library)", suffix);
+  if (const auto so = name.find(".so."); so != std::string::npos &&
+      name.find_first_not_of("0123456789.", so + 4) == std::string::npos && so + 4 < name.size())
+    return "its name is a versioned shared library's (.so.N)";
+  struct Magic {
+    std::string_view bytes, what;
+  };
+  static constexpr Magic kMagic[] = {
+      {"\x7f" "ELF", "an ELF executable or shared object"},
+      {"\xfe\xed\xfa\xce", "a Mach-O file"},
+      {"\xfe\xed\xfa\xcf", "a Mach-O file"},
+      {"\xce\xfa\xed\xfe", "a Mach-O file"},
+      {"\xcf\xfa\xed\xfe", "a Mach-O file"},
+      {"\xca\xfe\xba\xbe", "a Mach-O universal binary"},
+      {"!<arch>\n", "an ar archive of object files"},
+      {std::string_view("\0asm", 4), "a WebAssembly module"},
+  };
+  for (const auto& magic : kMagic)
+    if (bytes.starts_with(magic.bytes)) return fmt::format("its bytes are {}", magic.what);
+  // PE (Windows executables and DLLs): "MZ", and at the offset the DOS
+  // header's e_lfanew gives, "PE\0\0" (a text file may begin "MZ").
+  if (bytes.starts_with("MZ") && bytes.size() >= 0x40) {
+    std::uint32_t offset = 0;
+    for (int i = 3; i >= 0; --i) offset = (offset << 8) | static_cast<unsigned char>(bytes[0x3c + i]);
+    if (offset <= bytes.size() - 4 && bytes.substr(offset, 4) == std::string_view("PE\0\0", 4))
+      return "its bytes are a PE executable or DLL";
+  }
+  return {};
+}
+
 Result<Module> read_directory(const fs::path& source) {
   Module m;
   std::size_t total = 0;
@@ -334,6 +412,60 @@ Result<Module> read_directory(const fs::path& source) {
 
 }  // namespace
 
+bool is_stdlib_module(std::string_view name) {
+  return std::binary_search(std::begin(kStdlibModules), std::end(kStdlibModules), name);
+}
+
+Result<void> check_wheel_path(std::string_view path) {
+  if (!is_clean_path(path))
+    return fail(Errc::bad_usage, "a path in the wheel leaves it or is not normalized (\"..\", \"/\" first, \"\\\")",
+                std::string(path));
+  for (const char c : path)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+      return fail(Errc::bad_usage, "a path in the wheel holds a control character", json::Value(std::string(path)).dump());
+  if (path.size() > 1024) return fail(Errc::bad_usage, "a path in the wheel is longer than 1024 bytes", std::string(path));
+  for (std::size_t start = 0; start <= path.size();) {
+    const std::size_t slash = std::min(path.find('/', start), path.size());
+    if (slash - start > 255)
+      return fail(Errc::bad_usage, "a name in a wheel path is longer than 255 bytes", std::string(path));
+    start = slash + 1;
+  }
+  return {};
+}
+
+Result<void> check_wheel_files(const std::map<std::string, std::string>& files) {
+  std::set<std::string> modules;  // top-level module names
+  for (const auto& [path, bytes] : files) {
+    if (auto ok = check_wheel_path(path); !ok) return ok;
+    for (std::size_t slash = path.find('/'); slash != std::string::npos; slash = path.find('/', slash + 1))
+      if (files.contains(path.substr(0, slash)))
+        return fail(Errc::bad_usage,
+                    fmt::format("the wheel holds {} both as a file and as a directory of {}", path.substr(0, slash), path),
+                    path);
+    if (const std::string why = native_code(path, bytes); !why.empty())
+      return fail(Errc::bad_usage,
+                  fmt::format("the wheel holds native code ({}): only pure-Python wheels are stored, and compiled code "
+                              "would run outside what the sandbox can vouch for", why),
+                  path);
+    const std::size_t slash = path.find('/');
+    if (slash != std::string::npos) {
+      if (path.ends_with(".py") || path.ends_with(".pyc")) modules.insert(path.substr(0, slash));
+    } else if (path.ends_with(".py")) {
+      modules.insert(path.substr(0, path.size() - 3));
+    } else if (path.ends_with(".pyc")) {
+      modules.insert(path.substr(0, path.size() - 4));
+    }
+  }
+  for (const auto& name : modules)
+    if (is_stdlib_module(name))
+      return fail(Errc::bad_usage,
+                  fmt::format("the wheel's top-level module {} has the name of a standard-library module: the "
+                              "interpreter's own is imported first (a wheel comes after the standard library on "
+                              "sys.path), so the wheel's would never run", name),
+                  name);
+  return {};
+}
+
 Result<void> check(const Module& m) {
   if (!m.kind.empty() && m.kind != kWheelKind)
     return fail(Errc::bad_usage, fmt::format("\"{}\" is not a kind of module (npm, or {})", m.kind, kWheelKind));
@@ -357,6 +489,7 @@ Result<void> check(const Module& m) {
     return fail(Errc::bad_usage, fmt::format("the module's files are {} bytes; the limit is {} (docs/modules.md)",
                                              total, kMaxModuleBytes));
   if (!m.files.contains(m.main)) return fail(Errc::bad_usage, "the module's main file is not among its files", m.main);
+  if (m.kind == kWheelKind) return check_wheel_files(m.files);
   return {};
 }
 
