@@ -2,9 +2,18 @@
 // tarball (`npm pack` of the papaparse package set-up installs), a package
 // directory and a bundle; stored by content id in a real SQLite store;
 // required by real Node and Deno sandboxes from what the load frame carries.
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/fanotify.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <filesystem>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -231,6 +240,76 @@ TEST_F(Modules, InsertOrReplaceChangesNoImmutableRowAndATamperedModuleIsListedAs
   auto again = run_tycli({"module", "add", home.write("one.js", "module.exports = 1;\n"), "--name", "one"}, home.path());
   EXPECT_NE(again.exit_code, 0) << "adding it again says the stored copy is tampered: " << again.out;
   EXPECT_NE(again.err.find("tampered"), std::string::npos) << again.err;
+}
+
+// `tycli module add DIR` listed a package's files and then read each by
+// path, so a file swapped for a link in between was followed and a host
+// file stored as the package's (hostile review F5). fanotify makes the swap
+// happen exactly in between: tycli's open of the first of three marked
+// files waits until the test has replaced the other two with links to a
+// canary outside the package. What is read is what was opened beneath the
+// directory without following a link, so the links are left out and the
+// canary is never stored. Needs fanotify permission events
+// (CAP_SYS_ADMIN); skipped without.
+TEST_F(Modules, AFileSwappedForALinkWhileADirectoryIsReadIsNeverFollowed) {
+  const fs::path pkg = home / "swap";
+  fs::create_directories(pkg);
+  home.write("swap/package.json", R"({"name":"swap","version":"1.0.0","main":"index.js"})");
+  home.write("swap/index.js", "module.exports = 'index';\n");
+  const std::vector<std::string> marked = {"a.js", "b.js", "c.js"};
+  for (const auto& f : marked) home.write("swap/" + f, "module.exports = '" + f + "';\n");
+  const std::string canary = home.write("canary.js", "module.exports = 'host secret F5';\n");
+  const int fan = ::fanotify_init(FAN_CLASS_CONTENT | FAN_CLOEXEC, O_RDONLY | O_CLOEXEC);
+  if (fan < 0) GTEST_SKIP() << "fanotify permission events are not available here: " << std::strerror(errno);
+  std::map<ino_t, std::string> names;
+  for (const auto& f : marked) {
+    ASSERT_EQ(::fanotify_mark(fan, FAN_MARK_ADD, FAN_OPEN_PERM, AT_FDCWD, (pkg / f).c_str()), 0) << std::strerror(errno);
+    struct stat st {};
+    ASSERT_EQ(::stat((pkg / f).c_str(), &st), 0);
+    names[st.st_ino] = f;
+  }
+  const std::string log = (home / "add.log").string();
+  const int pid = spawn_tycli({"--json", "module", "add", pkg.string()}, home.path(), log);
+  int swapped = 0, status = -1;
+  while (status == -1) {
+    pollfd ready{fan, POLLIN, 0};
+    if (::poll(&ready, 1, 50) > 0) {
+      alignas(fanotify_event_metadata) char buffer[4096];
+      ssize_t length = ::read(fan, buffer, sizeof buffer);
+      for (auto* e = reinterpret_cast<fanotify_event_metadata*>(buffer); length > 0 && FAN_EVENT_OK(e, length);
+           e = FAN_EVENT_NEXT(e, length)) {
+        if (e->fd < 0) continue;
+        struct stat st {};
+        ::fstat(e->fd, &st);
+        if (swapped == 0) {
+          for (const auto& f : marked) {
+            if (names[st.st_ino] == f) continue;
+            const fs::path link = pkg / (f + ".link");
+            ::symlink(canary.c_str(), link.c_str());
+            ::rename(link.c_str(), (pkg / f).c_str());
+            ++swapped;
+          }
+        }
+        const fanotify_response allow{e->fd, FAN_ALLOW};
+        EXPECT_EQ(::write(fan, &allow, sizeof allow), static_cast<ssize_t>(sizeof allow));
+        ::close(e->fd);
+      }
+    }
+    int st = 0;
+    if (::waitpid(pid, &st, WNOHANG) == pid) status = st;
+  }
+  ::close(fan);
+  EXPECT_EQ(swapped, 2) << "tycli opened none of the marked files: " << read_file(log);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << read_file(log);
+  auto added = json::parse(read_file(log));
+  ASSERT_TRUE(added && added->is_object()) << read_file(log);
+  auto held = run_command({"sqlite3", (home / "taskyon.db").string(),
+                           "SELECT count(*) FROM module_files WHERE content LIKE '%host secret F5%'"},
+                          home.path());
+  EXPECT_EQ(held.out, "0\n") << "the canary was stored through a link: " << read_file(log);
+  const Value shown = run_json({"module", "show", (*added)["id"].get<std::string>()}, home.path());
+  ASSERT_TRUE(shown.is_object()) << shown.dump();
+  EXPECT_EQ(shown.dump().find("host secret"), std::string::npos) << shown.dump();
 }
 
 // Loading, on each runtime: a real npm package from memory; a module body is

@@ -1,10 +1,15 @@
 #include "taskyon/modules/module.h"
 
 #include <archive.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <archive_entry.h>
 #include <openssl/evp.h>
 
-#include <fstream>
+#include <cerrno>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <cctype>
@@ -88,13 +93,32 @@ std::string sri_sha512(std::string_view bytes) {
   return "sha512-" + out;
 }
 
-Result<std::string> slurp(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return fail(Errc::io, "cannot read the file", path.string());
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  return bytes.str();
+// Everything `fd` (a regular file, opened by the caller) holds from its
+// current offset; more than `max` bytes is Errc::bad_usage. `where` names it.
+Result<std::string> read_all(int fd, std::size_t max, const std::string& where) {
+  std::string bytes;
+  char buffer[64 * 1024];
+  for (;;) {
+    const ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return fail(Errc::io, fmt::format("cannot read the file: {}", std::strerror(errno)), where);
+    if (n == 0) return bytes;
+    if (bytes.size() + static_cast<std::size_t>(n) > max)
+      return fail(Errc::bad_usage, fmt::format("the file is larger than {} bytes", max), where);
+    bytes.append(buffer, static_cast<std::size_t>(n));
+  }
 }
+
+// A descriptor that closes itself.
+struct Fd {
+  int fd = -1;
+  explicit Fd(int f) : fd(f) {}
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+};
 
 // name, version and main from package.json's text; `name`/`version` given win.
 Result<void> apply_package_json(Module& m, std::string_view where) {
@@ -138,15 +162,13 @@ Result<void> add_file(Module& m, std::string path, std::string bytes, std::size_
   return {};
 }
 
-Result<Module> read_tarball(const fs::path& source) {
-  auto bytes = slurp(source);
-  if (!bytes) return std::unexpected(bytes.error());
+Result<Module> read_tarball(const std::string& bytes, const fs::path& source) {
   Module m;
-  m.integrity = sri_sha512(*bytes);
+  m.integrity = sri_sha512(bytes);
   std::unique_ptr<archive, decltype(&archive_read_free)> a(archive_read_new(), archive_read_free);
   archive_read_support_filter_gzip(a.get());
   archive_read_support_format_tar(a.get());
-  if (archive_read_open_memory(a.get(), bytes->data(), bytes->size()) != ARCHIVE_OK)
+  if (archive_read_open_memory(a.get(), bytes.data(), bytes.size()) != ARCHIVE_OK)
     return fail(Errc::bad_usage, fmt::format("not a gzipped tar archive: {}", archive_error_string(a.get())),
                 source.string());
   std::size_t total = 0;
@@ -226,7 +248,7 @@ std::string normalized_distribution(std::string_view name) {
   return out;
 }
 
-Result<Module> read_wheel(const fs::path& source) {
+Result<Module> read_wheel(const std::string& bytes, const fs::path& source) {
   const std::string file = source.filename().string();
   const auto tags = parse_wheel_name(file);
   if (!tags)
@@ -246,16 +268,14 @@ Result<Module> read_wheel(const fs::path& source) {
                             "(compiled code would run outside what the sandbox can vouch for)",
                             tags->python, tags->abi, tags->platform),
                 source.string());
-  auto bytes = slurp(source);
-  if (!bytes) return std::unexpected(bytes.error());
   Module m;
   m.kind = std::string(kWheelKind);
   m.name = normalized_distribution(tags->name);
   m.version = tags->version;
-  m.integrity = sri_sha512(*bytes);
+  m.integrity = sri_sha512(bytes);
   std::unique_ptr<archive, decltype(&archive_read_free)> a(archive_read_new(), archive_read_free);
   archive_read_support_format_zip(a.get());
-  if (archive_read_open_memory(a.get(), bytes->data(), bytes->size()) != ARCHIVE_OK)
+  if (archive_read_open_memory(a.get(), bytes.data(), bytes.size()) != ARCHIVE_OK)
     return fail(Errc::bad_usage, fmt::format("not a zip archive: {}", archive_error_string(a.get())), source.string());
   std::size_t total = 0;
   archive_entry* entry = nullptr;
@@ -382,31 +402,72 @@ std::string native_code(std::string_view path, std::string_view bytes) {
   return {};
 }
 
-Result<Module> read_directory(const fs::path& source) {
-  Module m;
-  std::size_t total = 0;
-  std::error_code ec;
-  std::vector<std::string> paths;
-  for (auto it = fs::recursive_directory_iterator(source, fs::directory_options::none, ec);
-       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    const std::string rel = fs::relative(it->path(), source, ec).generic_string();
-    if (it->is_directory(ec) && rel == "node_modules") {
-      it.disable_recursion_pending();
+// The files beneath the directory `dir` (an open descriptor) whose paths
+// start with `prefix`, into `m`. Every name is opened beneath its parent's
+// descriptor with O_NOFOLLOW and classified by fstat of what was opened, so
+// what is read is what was classified: a link (there when listed, or put
+// there since) is never followed, a FIFO or device never read (O_NONBLOCK:
+// opening one does not wait), a file swapped for a link after the listing
+// is left out like any link. The top-level node_modules/ is not entered;
+// files below another node_modules/ are listed as skipped.
+constexpr int kMaxDirectoryDepth = 64;
+Result<void> read_tree(int dir, const std::string& prefix, const fs::path& source, Module& m, std::size_t& total,
+                       int depth) {
+  if (depth > kMaxDirectoryDepth)
+    return fail(Errc::bad_usage, fmt::format("the package nests directories deeper than {} levels", kMaxDirectoryDepth),
+                (source / prefix).string());
+  const int listing = ::dup(dir);
+  if (listing < 0) return fail(Errc::io, fmt::format("cannot read the package directory: {}", std::strerror(errno)),
+                               (source / prefix).string());
+  DIR* d = ::fdopendir(listing);
+  if (d == nullptr) {
+    ::close(listing);
+    return fail(Errc::io, fmt::format("cannot read the package directory: {}", std::strerror(errno)),
+                (source / prefix).string());
+  }
+  std::vector<std::string> names;
+  errno = 0;
+  while (const dirent* e = ::readdir(d)) {
+    const std::string_view name = e->d_name;
+    if (name != "." && name != "..") names.emplace_back(name);
+  }
+  const int read_errno = errno;
+  ::closedir(d);
+  if (read_errno != 0)
+    return fail(Errc::io, fmt::format("cannot read the package directory: {}", std::strerror(read_errno)),
+                (source / prefix).string());
+  std::sort(names.begin(), names.end());
+  for (const auto& name : names) {
+    std::string rel = prefix + name;
+    Fd fd(::openat(dir, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
+    if (fd.fd < 0) {
+      if (errno == ELOOP || errno == ENXIO || errno == ENOENT) continue;  // a link, a socket, gone: nothing to read
+      return fail(Errc::io, fmt::format("cannot open the file: {}", std::strerror(errno)), (source / rel).string());
+    }
+    struct stat st {};
+    if (::fstat(fd.fd, &st) != 0)
+      return fail(Errc::io, fmt::format("cannot read the file: {}", std::strerror(errno)), (source / rel).string());
+    if (S_ISDIR(st.st_mode)) {
+      if (rel == "node_modules") continue;
+      if (auto r = read_tree(fd.fd, rel + "/", source, m, total, depth + 1); !r) return r;
       continue;
     }
-    if (!it->is_regular_file(ec) || it->is_symlink(ec)) continue;  // links: never followed
-    paths.push_back(rel);
-  }
-  if (ec) return fail(Errc::io, "cannot read the package directory: " + ec.message(), source.string());
-  for (auto& rel : paths) {
-    if (!kept(rel)) {
+    if (!S_ISREG(st.st_mode)) continue;  // FIFOs, devices: never read
+    if (in_node_modules(rel) || !kept(rel)) {
       m.skipped.push_back(std::move(rel));
       continue;
     }
-    auto bytes = slurp(source / rel);
+    auto bytes = read_all(fd.fd, kMaxModuleBytes, (source / rel).string());
     if (!bytes) return std::unexpected(bytes.error());
-    if (auto added = add_file(m, std::move(rel), std::move(*bytes), total); !added) return std::unexpected(added.error());
+    if (auto added = add_file(m, std::move(rel), std::move(*bytes), total); !added) return added;
   }
+  return {};
+}
+
+Result<Module> read_directory(int dir, const fs::path& source) {
+  Module m;
+  std::size_t total = 0;
+  if (auto r = read_tree(dir, "", source, m, total, 0); !r) return std::unexpected(r.error());
   return m;
 }
 
@@ -510,34 +571,48 @@ Result<std::string> module_id(const Module& m) {
 }
 
 Result<Module> read_module(const fs::path& source, std::string_view name, std::string_view version) {
-  std::error_code ec;
-  const auto status = fs::status(source, ec);
-  if (ec || !fs::exists(status)) return fail(Errc::io, "no such file or directory", source.string());
+  // The source is opened once (a link to it followed: the user named it) and
+  // read through that descriptor only; a directory's entries beneath it
+  // (read_tree). Its type is checked before it is opened, so a FIFO or a
+  // device is never opened, and again on the descriptor.
+  struct stat named {};
+  if (::stat(source.c_str(), &named) != 0)
+    return fail(Errc::io, errno == ENOENT ? std::string("no such file or directory")
+                                          : fmt::format("cannot read it: {}", std::strerror(errno)),
+                source.string());
+  if (!S_ISDIR(named.st_mode) && !S_ISREG(named.st_mode))
+    return fail(Errc::bad_usage, "a module is read from a regular file or a directory", source.string());
+  Fd fd(::open(source.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
+  struct stat st {};
+  if (fd.fd < 0 || ::fstat(fd.fd, &st) != 0)
+    return fail(Errc::io, fmt::format("cannot read it: {}", std::strerror(errno)), source.string());
+  if (st.st_dev != named.st_dev || st.st_ino != named.st_ino || (st.st_mode & S_IFMT) != (named.st_mode & S_IFMT))
+    return fail(Errc::io, "it changed while it was being opened", source.string());
   const std::string file = source.filename().string();
   Result<Module> m = Module{};
-  const bool bundle =
-      fs::is_regular_file(status) && (file.ends_with(".js") || file.ends_with(".cjs") || file.ends_with(".mjs"));
-  if (!fs::is_directory(status) && !fs::is_regular_file(status))
-    return fail(Errc::bad_usage, "a module is read from a regular file or a directory", source.string());
-  if (file.ends_with(".whl")) {
-    auto wheel = read_wheel(source);
-    if (!wheel) return wheel;
-    if (!name.empty() || !version.empty())
-      return fail(Errc::bad_usage, "a wheel's name and version are its file name's: --name and --version do not apply",
-                  source.string());
-    if (auto ok = check(*wheel); !ok) return std::unexpected(ok.error());
-    return wheel;
-  }
-  if (fs::is_directory(status)) {
-    m = read_directory(source);
-  } else if (bundle) {
-    auto bytes = slurp(source);
-    if (!bytes) return std::unexpected(bytes.error());
-    m->files.emplace(file, std::move(*bytes));
-    m->main = file;
-    m->version = "0.0.0";
+  const bool directory = S_ISDIR(st.st_mode);
+  const bool bundle = !directory && (file.ends_with(".js") || file.ends_with(".cjs") || file.ends_with(".mjs"));
+  if (directory) {
+    m = read_directory(fd.fd, source);
   } else {
-    m = read_tarball(source);
+    auto bytes = read_all(fd.fd, bundle ? kMaxModuleBytes : kMaxArchiveBytes, source.string());
+    if (!bytes) return std::unexpected(bytes.error());
+    if (file.ends_with(".whl")) {
+      auto wheel = read_wheel(*bytes, source);
+      if (!wheel) return wheel;
+      if (!name.empty() || !version.empty())
+        return fail(Errc::bad_usage, "a wheel's name and version are its file name's: --name and --version do not apply",
+                    source.string());
+      if (auto ok = check(*wheel); !ok) return std::unexpected(ok.error());
+      return wheel;
+    }
+    if (bundle) {
+      m->files.emplace(file, std::move(*bytes));
+      m->main = file;
+      m->version = "0.0.0";
+    } else {
+      m = read_tarball(*bytes, source);
+    }
   }
   if (!m) return m;
   if (!name.empty()) m->name = name;

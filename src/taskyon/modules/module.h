@@ -30,6 +30,7 @@ namespace taskyon::modules {
 inline constexpr std::size_t kMaxModuleBytes = 4u << 20;    // one module's files together, bytes
 inline constexpr std::size_t kMaxRevisionModuleBytes = 4u << 20;  // every module of one revision, bytes
 inline constexpr std::size_t kMaxModuleFiles = 2000;         // files of one module
+inline constexpr std::size_t kMaxArchiveBytes = 256u << 20;  // a tarball or wheel read_module reads, bytes
 // A revision's code and modules as the sandbox's load frame carries them
 // (sandbox/protocol.h encode_load: JSON, so a control character takes 6
 // bytes): at most the sandbox's default max_frame_bytes (sandbox/pool.h).
@@ -106,6 +107,10 @@ bool is_stdlib_module(std::string_view name);
 // and `version`, when not empty, override them. Only .js, .cjs, .mjs and
 // .json files are kept (others are listed in `skipped`); node_modules/ inside a
 // package is skipped (a module's dependencies are modules of their own).
+// The source is opened once (a link to it followed) and read through that
+// descriptor; a directory's files are opened beneath it without following
+// any link (a link is left out, whenever it appeared), and a FIFO or device
+// is never read. A tarball or wheel is at most kMaxArchiveBytes.
 // Errc::io when the source cannot be read, Errc::bad_usage for a package
 // check() refuses.
 Result<Module> read_module(const std::filesystem::path& source, std::string_view name = {},
