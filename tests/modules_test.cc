@@ -2,9 +2,18 @@
 // tarball (`npm pack` of the papaparse package set-up installs), a package
 // directory and a bundle; stored by content id in a real SQLite store;
 // required by real Node and Deno sandboxes from what the load frame carries.
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/fanotify.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <filesystem>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -231,6 +240,76 @@ TEST_F(Modules, InsertOrReplaceChangesNoImmutableRowAndATamperedModuleIsListedAs
   auto again = run_tycli({"module", "add", home.write("one.js", "module.exports = 1;\n"), "--name", "one"}, home.path());
   EXPECT_NE(again.exit_code, 0) << "adding it again says the stored copy is tampered: " << again.out;
   EXPECT_NE(again.err.find("tampered"), std::string::npos) << again.err;
+}
+
+// `tycli module add DIR` listed a package's files and then read each by
+// path, so a file swapped for a link in between was followed and a host
+// file stored as the package's (hostile review F5). fanotify makes the swap
+// happen exactly in between: tycli's open of the first of three marked
+// files waits until the test has replaced the other two with links to a
+// canary outside the package. What is read is what was opened beneath the
+// directory without following a link, so the links are left out and the
+// canary is never stored. Needs fanotify permission events
+// (CAP_SYS_ADMIN); skipped without.
+TEST_F(Modules, AFileSwappedForALinkWhileADirectoryIsReadIsNeverFollowed) {
+  const fs::path pkg = home / "swap";
+  fs::create_directories(pkg);
+  home.write("swap/package.json", R"({"name":"swap","version":"1.0.0","main":"index.js"})");
+  home.write("swap/index.js", "module.exports = 'index';\n");
+  const std::vector<std::string> marked = {"a.js", "b.js", "c.js"};
+  for (const auto& f : marked) home.write("swap/" + f, "module.exports = '" + f + "';\n");
+  const std::string canary = home.write("canary.js", "module.exports = 'host secret F5';\n");
+  const int fan = ::fanotify_init(FAN_CLASS_CONTENT | FAN_CLOEXEC, O_RDONLY | O_CLOEXEC);
+  if (fan < 0) GTEST_SKIP() << "fanotify permission events are not available here: " << std::strerror(errno);
+  std::map<ino_t, std::string> names;
+  for (const auto& f : marked) {
+    ASSERT_EQ(::fanotify_mark(fan, FAN_MARK_ADD, FAN_OPEN_PERM, AT_FDCWD, (pkg / f).c_str()), 0) << std::strerror(errno);
+    struct stat st {};
+    ASSERT_EQ(::stat((pkg / f).c_str(), &st), 0);
+    names[st.st_ino] = f;
+  }
+  const std::string log = (home / "add.log").string();
+  const int pid = spawn_tycli({"--json", "module", "add", pkg.string()}, home.path(), log);
+  int swapped = 0, status = -1;
+  while (status == -1) {
+    pollfd ready{fan, POLLIN, 0};
+    if (::poll(&ready, 1, 50) > 0) {
+      alignas(fanotify_event_metadata) char buffer[4096];
+      ssize_t length = ::read(fan, buffer, sizeof buffer);
+      for (auto* e = reinterpret_cast<fanotify_event_metadata*>(buffer); length > 0 && FAN_EVENT_OK(e, length);
+           e = FAN_EVENT_NEXT(e, length)) {
+        if (e->fd < 0) continue;
+        struct stat st {};
+        ::fstat(e->fd, &st);
+        if (swapped == 0) {
+          for (const auto& f : marked) {
+            if (names[st.st_ino] == f) continue;
+            const fs::path link = pkg / (f + ".link");
+            ::symlink(canary.c_str(), link.c_str());
+            ::rename(link.c_str(), (pkg / f).c_str());
+            ++swapped;
+          }
+        }
+        const fanotify_response allow{e->fd, FAN_ALLOW};
+        EXPECT_EQ(::write(fan, &allow, sizeof allow), static_cast<ssize_t>(sizeof allow));
+        ::close(e->fd);
+      }
+    }
+    int st = 0;
+    if (::waitpid(pid, &st, WNOHANG) == pid) status = st;
+  }
+  ::close(fan);
+  EXPECT_EQ(swapped, 2) << "tycli opened none of the marked files: " << read_file(log);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << read_file(log);
+  auto added = json::parse(read_file(log));
+  ASSERT_TRUE(added && added->is_object()) << read_file(log);
+  auto held = run_command({"sqlite3", (home / "taskyon.db").string(),
+                           "SELECT count(*) FROM module_files WHERE content LIKE '%host secret F5%'"},
+                          home.path());
+  EXPECT_EQ(held.out, "0\n") << "the canary was stored through a link: " << read_file(log);
+  const Value shown = run_json({"module", "show", (*added)["id"].get<std::string>()}, home.path());
+  ASSERT_TRUE(shown.is_object()) << shown.dump();
+  EXPECT_EQ(shown.dump().find("host secret"), std::string::npos) << shown.dump();
 }
 
 // Loading, on each runtime: a real npm package from memory; a module body is
@@ -490,6 +569,127 @@ TEST_P(ModulesOn, AnImportReachesNothingUndeclared) {
                                "can be imported") << refused.dump();
 }
 
+// Code that Function makes gets the import() callback of the script whose
+// frame called Function (V8). The harness's frames call functions tool code
+// supplies — the tool itself, a `then` getter while it awaits a result, a
+// `toJSON` getter while it serializes one, a Symbol.toPrimitive getter while
+// it coerces a storage key — and Function given as one of them made code
+// whose import() was the harness script's: Node's default ES loader (the
+// `-e` script's) or Deno's (the entry module's), with node:vm, node:module,
+// node:child_process and data: URLs. Every such import() is now the tool's
+// loader: in a revision with modules the safe builtins and nothing
+// undeclared; in one without, on Node, nothing (Deno's import() is its own
+// there by design, N4).
+TEST_P(ModulesOn, CodeTheHarnessMakesFromAToolsFunctionMeetsTheLoader) {
+  const std::string runtime = GetParam();
+  const std::string one = add(home.write("one.mjs", "export default 1;\n"), {"--name", "one"});
+  const std::string specs =
+      R"(['node:fs', 'node:child_process', 'node:vm', 'node:module', 'data:text/javascript,export default 1', 'util'])";
+  const std::string probe = "return Promise.all(" + specs +
+                            ".map((s) => import(s).then(() => 'loaded', (e) => e.code || e.message)));";
+  // The tool is Function: the harness calls Function(args, context); the
+  // strings are hooked so the body is `probe`'s maker, and the function it
+  // made is caught by the `then` the harness's await looks up.
+  const std::string function_tool =
+      "(() => {\n"
+      "  const toString = Object.prototype.toString;\n"
+      "  Object.prototype.toString = function () {\n"
+      "    if (this !== null && typeof this === 'object' && typeof this.fetch === 'function') return 'return (s) => import(s)';\n"
+      "    if (this !== null && typeof this === 'object' && Object.getPrototypeOf(this) === Object.prototype) return '';\n"
+      "    return Reflect.apply(toString, this, []);\n"
+      "  };\n"
+      "  const hook = function (resolve, reject) {\n"
+      "    delete Function.prototype.then;\n"
+      "    if (this === Function) { resolve(this); Function.prototype.then = hook; return; }  // the load's await\n"
+      "    Object.prototype.toString = toString;\n"
+      "    const imp = this();\n"
+      "    Promise.all(" + specs + ".map((s) => imp(s).then(() => 'loaded', (e) => e.code || e.message))).then(resolve, reject);\n"
+      "  };\n"
+      "  Function.prototype.then = hook;\n"
+      "  return Function;\n"
+      "})()";
+  // Getters that are Function itself (bound to a body): the harness's own
+  // frame calls them, and the runtime then calls what they made.
+  const auto quoted = [](const std::string& text) { return Value(text).dump(); };
+  const std::string hooks_tool =
+      "({kind}, context) => {  // not async: the harness's await looks up `then`, not the tool's return\n"
+      "  const made = (body) => Function.bind(null, body);\n"
+      "  if (kind === 'then') { const o = {}; Object.defineProperty(o, 'then', {get: made("
+      + quoted("const [resolve] = arguments; resolve((() => { " + probe + " })());") + ")}); return o; }\n"
+      "  if (kind === 'toJSON') { const o = {}; Object.defineProperty(o, 'toJSON', {get: made("
+      + quoted("globalThis.leaked = (() => { " + probe + " })(); return 'serialized';") + ")}); return {o}; }\n"
+      "  if (kind === 'toPrimitive') { const k = {}; Object.defineProperty(k, Symbol.toPrimitive, {get: made("
+      + quoted("globalThis.leaked = (() => { " + probe + " })(); return 'key';") + ")});\n"
+      "    context.storage.get(k).catch(() => {}); return 'coerced'; }\n"
+      "  return globalThis.leaked;\n"
+      "}";
+  const Value refused = Value::array({"ERR_TASKYON_MODULE_REFUSED", "ERR_TASKYON_MODULE_REFUSED",
+                                      "ERR_TASKYON_MODULE_REFUSED", "ERR_TASKYON_MODULE_REFUSED",
+                                      "ERR_TASKYON_MODULE_REFUSED"});
+  for (const bool with_modules : {true, false}) {
+    if (!with_modules && runtime == "deno") continue;  // there import() is Deno's own (N4)
+    const Value modules = with_modules ? Value{{"one", one}} : Value();
+    const std::string suffix = with_modules ? "_mod" : "_plain";
+    Value expected = refused;
+    expected.push_back(with_modules ? "loaded" : "ERR_TASKYON_MODULE_REFUSED");  // util: the loader's safe list
+    install(with_modules ? tool_with("fn" + suffix, function_tool, modules) : js_tool("fn" + suffix, function_tool));
+    const Value fn = run_json({"call", "fn" + suffix, "--js-runtime", runtime}, home.path());
+    EXPECT_EQ(fn["result"], expected) << "the tool is Function, " << suffix << " on " << runtime << ": " << fn.dump();
+    install(with_modules ? tool_with("hooks" + suffix, hooks_tool, modules) : js_tool("hooks" + suffix, hooks_tool));
+    auto r = run_tycli({"--json", "call", "hooks" + suffix, "--js-runtime", runtime, "--args", R"({"kind":"then"})",
+                        "--args", R"({"kind":"toJSON"})", "--args", R"({"kind":"leaked"})", "--args",
+                        R"({"kind":"toPrimitive"})", "--args", R"({"kind":"leaked"})"},
+                       home.path());
+    ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+    std::vector<Value> calls;
+    std::istringstream lines(r.out);
+    for (std::string line; std::getline(lines, line);)
+      if (auto v = json::parse(line)) calls.push_back(*v);
+    ASSERT_EQ(calls.size(), 5u) << r.out;
+    EXPECT_EQ(calls[0]["result"], expected) << "a `then` getter, " << suffix << " on " << runtime << ": " << r.out;
+    EXPECT_EQ(calls[1]["result"], (Value{{"o", "serialized"}})) << r.out;
+    EXPECT_EQ(calls[2]["result"], expected) << "a `toJSON` getter, " << suffix << " on " << runtime << ": " << r.out;
+    EXPECT_EQ(calls[3]["result"], "coerced") << r.out;
+    EXPECT_EQ(calls[4]["result"], expected) << "a Symbol.toPrimitive getter, " << suffix << " on " << runtime << ": "
+                                            << r.out;
+    EXPECT_EQ(calls[4]["sandbox"]["fresh"], false) << "one retained sandbox: " << r.out;
+  }
+}
+
+// An "exports" pattern gives only what it matches: what its "*" matched
+// may not hold a ".", ".." or node_modules segment (any case, percent-encoded,
+// with "/" or "\"), nor may a target ("./lib/../hidden.js") — Node's
+// ERR_INVALID_MODULE_SPECIFIER and ERR_INVALID_PACKAGE_TARGET, the codes it
+// gives for the same package (checked against Node 20 by hand); an invalid
+// target in an array is skipped for the next. "ex/star/../hidden.js" reached
+// the unexported hidden.js.
+TEST_P(ModulesOn, AnExportsPatternReachesNothingItDoesNotExport) {
+  fs::create_directories(home / "ex" / "lib" / "node_modules");
+  home.write("ex/package.json",
+             R"({"name":"ex","version":"1.0.0","type":"module","exports":{".":"./index.js","./star/*":"./lib/*",)"
+             R"("./bad":"./lib/../hidden.js","./arr":["./x/../hidden.js","./lib/a.js"]}})");
+  home.write("ex/index.js", "export default 'index';\n");
+  home.write("ex/lib/a.js", "export default 'a';\n");
+  home.write("ex/hidden.js", "export default 'hidden';\n");
+  home.write("ex/lib/node_modules/y.js", "export default 'y';\n");  // left out by module add, as any node_modules/
+  const std::string ex = add((home / "ex").string());
+  install(tool_with("exporter",
+                    "async () => { const out = {}; for (const s of ['ex/star/a.js', 'ex/star/../hidden.js', "
+                    "'ex/star/%2e%2e/hidden.js', 'ex/star/%2E%2e/hidden.js', 'ex/star/./a.js', "
+                    "'ex/star/node_modules/y.js', 'ex/star/NODE_MODULES/y.js', 'ex/star//a.js', 'ex/bad', 'ex/arr', "
+                    "'ex/hidden.js', 'ex/star/x\\\\..\\\\..\\\\hidden.js']) { "
+                    "try { out[s] = (await import(s)).default; } catch (e) { out[s] = e.code; } } return out; }",
+                    {{"ex", ex}}));
+  const Value out = run_json({"call", "exporter", "--js-runtime", GetParam()}, home.path());
+  EXPECT_EQ(out["result"], Value::parse(R"({"ex/star/a.js": "a", "ex/star/../hidden.js": "ERR_INVALID_MODULE_SPECIFIER",
+      "ex/star/%2e%2e/hidden.js": "ERR_INVALID_MODULE_SPECIFIER", "ex/star/%2E%2e/hidden.js": "ERR_INVALID_MODULE_SPECIFIER",
+      "ex/star/./a.js": "ERR_INVALID_MODULE_SPECIFIER", "ex/star/node_modules/y.js": "ERR_INVALID_MODULE_SPECIFIER",
+      "ex/star/NODE_MODULES/y.js": "ERR_INVALID_MODULE_SPECIFIER", "ex/star//a.js": "a",
+      "ex/bad": "ERR_INVALID_PACKAGE_TARGET", "ex/arr": "a", "ex/hidden.js": "ERR_TASKYON_MODULE_REFUSED",
+      "ex/star/x\\..\\..\\hidden.js": "ERR_INVALID_MODULE_SPECIFIER"})"))
+      << out.dump();
+}
+
 // R1 and R2 for an ES module: one changed byte of a .mjs bundle changes
 // the module id and the revision id; a tampered stored ES module is refused
 // on read, before any sandbox gets it.
@@ -569,6 +769,41 @@ TEST_F(Modules, DenoToolCodeThatAddsAStaticImportMeetsTheLoader) {
   auto r = run_tycli({"call", "closer", "--js-runtime", "deno"}, home.path());
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("import(\"node:fs\") is refused"), std::string::npos) << r.err;
+}
+
+// What Deno does not let us close (docs/modules.md, "ES modules"): Deno's
+// own JavaScript — here node:querystring's polyfill calling the decoder it
+// is given — makes code from a function tool code supplies, and that code's
+// import() is Deno's loader even in a revision with modules. What it loads
+// still has no authority: reading a host file and running a process are
+// refused by Deno's permissions (N4) and the kernel layers. Deno's internals
+// (Deno[Deno.internal], whose core.evalContext compiled code on Deno's
+// loader from anywhere) are gone before tool code runs.
+TEST_F(Modules, DenosOwnLoaderStaysReachableThroughItsPolyfillsAndGrantsNothing) {
+  const std::string one = add(home.write("one.mjs", "export default 1;\n"), {"--name", "one"});
+  const fs::path canary = home / "canary.txt";
+  home.write("canary.txt", "host secret\n");
+  install(tool_with(
+      "deno_polyfill",
+      "async ({canary}) => { const out = {internals: typeof Deno[Deno.internal]}; "
+      "const qs = await import('querystring'); const parse = (qs.default || qs).parse; "
+      "const viaDeno = (s) => Object.values(parse('a=0%1;return import(' + JSON.stringify(s) + ')', '&', '=', "
+      "{decodeURIComponent: Function}))[0](); "
+      "const t = async (k, f) => { try { out[k] = await f(); } catch (e) { out[k] = e.code || e.name; } }; "
+      "await t('fs', async () => (await viaDeno('node:fs')).readFileSync(canary, 'utf8')); "
+      "await t('spawn', async () => String((await viaDeno('node:child_process')).execFileSync('/bin/cat', [canary]))); "
+      "await t('tool', async () => (await import('node:fs')).readFileSync(canary, 'utf8')); "
+      "return out; }",
+      {{"one", one}}));
+  const Value out = run_json({"call", "deno_polyfill", "--js-runtime", "deno", "--args",
+                              Value{{"canary", canary.string()}}.dump()},
+                             home.path());
+  ASSERT_TRUE(out.is_object() && out["result"].is_object()) << out.dump();
+  EXPECT_EQ(out["result"]["internals"], "undefined") << out.dump();
+  EXPECT_EQ(out["result"]["tool"], "ERR_TASKYON_MODULE_REFUSED") << "tool code's own import() is the loader's";
+  // Deno's loader gave the modules; their operations are refused (NotCapable: no --allow-read / --allow-run).
+  EXPECT_EQ(out["result"]["fs"], "NotCapable") << out.dump();
+  EXPECT_EQ(out["result"]["spawn"], "NotCapable") << out.dump();
 }
 
 INSTANTIATE_TEST_SUITE_P(Runtimes, ModulesOn, ::testing::Values("node", "deno"),

@@ -29,7 +29,14 @@
   //                              (a runtime module by name, kSafeBuiltins only) its
   //                              process.getBuiltinModule
   //   io.limits                  {maxFrameBytes, maxLogBytes, maxDepth} from the host's argv
-  // and gets back {emitLog, onLine, describe}.
+  // and gets back {emitLog, onLine, onFrame, describe, importFromHarness}:
+  // onFrame(frame) is onLine for a frame already parsed (JSON.parse); and
+  // importFromHarness(specifier) must answer every import() the runtime
+  // routes to the harness's own script — code that Function or eval made
+  // while a frame of the harness was on top (the harness calling a function
+  // tool code supplied: the tool, a toString, a getter, a then) — so it is
+  // the tool's own loader in a revision with modules and a refusal
+  // otherwise, never the runtime's loader.
   function guestCore(io) {
     // Snapshots, taken before any tool code runs. Harness integrity is not a
     // security property (the host validates every frame); these keep an
@@ -221,32 +228,73 @@
       throw moduleRefused(StringCtor(id), (io.builtin !== null ? 'it gives only ' + arrayJoin(kSafeBuiltins, ', ')
         : 'this runtime gives none') + ' to a tool that declares modules', 'process.getBuiltinModule');
     }
+    // A ".", ".." or "node_modules" segment (any case, percent-encoded or
+    // not; "/" or "\\" between segments): Node's deprecatedInvalidSegmentRegEx,
+    // which is what it refuses (an empty segment it only warns about, and
+    // joinPath skips).
+    const regExpExec = uncurry(RegExp.prototype.exec);
+    const badSegment = /(^|\\|\/)((\.|%2e)(\.|%2e)?|(n|%6e|%4e)(o|%6f|%4f)(d|%64|%44)(e|%65|%45)(_|%5f)(m|%6d|%4d)(o|%6f|%4f)(d|%64|%44)(u|%75|%55)(l|%6c|%4c)(e|%65|%45)(s|%73|%53))(\\|\/|$)/i;
     // `exports` of a package.json ("exports"; Node's PACKAGE_EXPORTS_RESOLVE)
     // for `subpath` ("." or "./x") under `conditions`: the target path
     // ("./…", "*" replaced), or null when the package does not export it.
-    function exportsTarget(exports, subpath, conditions) {
+    // As Node: a target with such a segment after its "./" is an invalid
+    // package target (ERR_INVALID_PACKAGE_TARGET; in an array of targets
+    // the next is tried), and what a "*" matched with one is an invalid
+    // specifier (ERR_INVALID_MODULE_SPECIFIER) — "pkg/star/../hidden.js"
+    // never reaches a file the pattern does not export. `request` and
+    // `specifier` name them in the errors.
+    function exportsTarget(exports, subpath, conditions, request, specifier) {
       let map = exports;
       if (typeof exports !== 'object' || exports === null || isArray(exports) ||
           objectKeys(exports).length === 0 || !stringStartsWith(objectKeys(exports)[0], '.')) {
         map = { __proto__: null, '.': exports };
       }
-      const target = (t, star) => {
-        if (typeof t === 'string') return stringStartsWith(t, './') ? stringReplaceAll(t, '*', star) : null;
+      const invalid = (code, why) => {
+        const e = new ErrorCtor('import(' + stringify(request) + ') is refused: ' + why + ' in the module ' + specifier +
+          '\'s package.json "exports"');
+        e.code = code;
+        return e;
+      };
+      const target = (t, star, key) => {
+        if (typeof t === 'string') {
+          if (!stringStartsWith(t, './')) return null;
+          if (regExpExec(badSegment, stringSlice(t, 2)) !== null) {
+            throw invalid('ERR_INVALID_PACKAGE_TARGET', 'the target ' + stringify(t) + ' of ' + stringify(key) +
+              ' is not a path inside the module');
+          }
+          if (star !== '' && regExpExec(badSegment, star) !== null) {
+            throw invalid('ERR_INVALID_MODULE_SPECIFIER', stringify(star) + ' is not a valid match for the pattern ' +
+              stringify(key));
+          }
+          return stringReplaceAll(t, '*', star);
+        }
         if (isArray(t)) {
-          for (const each of t) { const r = target(each, star); if (r !== null) return r; }
+          let invalidTarget = null;
+          for (const each of t) {
+            let r;
+            try {
+              r = target(each, star, key);
+            } catch (e) {
+              if (e.code !== 'ERR_INVALID_PACKAGE_TARGET') throw e;
+              invalidTarget = e;
+              continue;
+            }
+            if (r !== null) return r;
+          }
+          if (invalidTarget !== null) throw invalidTarget;
           return null;
         }
         if (t !== null && typeof t === 'object') {
-          for (const key of objectKeys(t)) {
-            if (key === 'default' || arrayIncludes(conditions, key)) {
-              const r = target(t[key], star);
+          for (const condition of objectKeys(t)) {
+            if (condition === 'default' || arrayIncludes(conditions, condition)) {
+              const r = target(t[condition], star, key);
               if (r !== null) return r;
             }
           }
         }
         return null;
       };
-      if (hasOwn(map, subpath) && stringIndexOf(subpath, '*') === -1) return target(map[subpath], '');
+      if (hasOwn(map, subpath) && stringIndexOf(subpath, '*') === -1) return target(map[subpath], '', subpath);
       let bestKey = null, bestStar = '', bestPrefix = -1;
       for (const key of objectKeys(map)) {
         const star = stringIndexOf(key, '*');
@@ -258,7 +306,7 @@
         bestPrefix = prefix.length;
         bestStar = stringSlice(subpath, prefix.length, subpath.length - suffix.length);
       }
-      return bestKey === null ? null : target(map[bestKey], bestStar);
+      return bestKey === null ? null : target(map[bestKey], bestStar, bestKey);
     }
     function moduleLoader(modules, esm) {
       const loaded = new MapCtor();   // CommonJS: SPECIFIER + '\0' + PATH -> the module object
@@ -327,7 +375,7 @@
         if (kind === 'import' && hasOwn(pkg.files, 'package.json')) {
           const json = packageJson(specifier, pkg, 'package.json');
           if (json !== null && json.exports !== undefined && json.exports !== null) {
-            const target = exportsTarget(json.exports, rest === '' ? '.' : './' + rest, io.esmConditions);
+            const target = exportsTarget(json.exports, rest === '' ? '.' : './' + rest, io.esmConditions, request, specifier);
             const path = target === null ? null : joinPath('', target);
             if (target === null) {
               throw moduleRefused(request, 'the module ' + specifier + ' does not export ' +
@@ -761,6 +809,15 @@
       writeFrame(fitted(toWellFormed(message), (m) => '{"type":"load_error","message":' + stringify(m) + '}'));
     }
 
+    // import() of code the harness's own frames made (importFromHarness):
+    // what tool code's own import() is, once the tool's modules are known.
+    let toolImport = null;
+    function importFromHarness(specifier) {
+      if (toolImport !== null) return toolImport(specifier);
+      return PromiseCtor.reject(moduleRefused(StringCtor(specifier), loading
+        ? 'the tool declares no modules, so import() reaches nothing' : 'no tool is loaded', 'import'));
+    }
+
     async function load(code, modules) {
       let fn;
       try {
@@ -769,6 +826,7 @@
           const loader = moduleLoader(modules, await io.esm());
           io.setRequire(loader.require, builtinGate);
           importDynamic = loader.importFrom;
+          toolImport = importDynamic;
         }
         fn = await io.loadTool(code, importDynamic);
       } catch (e) {
@@ -806,6 +864,10 @@
     function onLine(line) {
       let frame;
       try { frame = parse(line); } catch { io.fatal(65, 'malformed host frame'); }
+      onFrame(frame);
+    }
+
+    function onFrame(frame) {
       if (frame === null || typeof frame !== 'object') io.fatal(65, 'malformed host frame');
       if (frame.type === 'load' && typeof frame.code === 'string' && !loading &&
           (frame.modules === undefined || (frame.modules !== null && typeof frame.modules === 'object'))) {
@@ -825,5 +887,5 @@
     }
 
     defineProperty(globalThis, 'fetch', { value: idleFetch, configurable: true, enumerable: true, writable: true });
-    return { emitLog, onLine, describe };
+    return { emitLog, onLine, onFrame, describe, importFromHarness };
   }

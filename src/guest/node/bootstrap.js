@@ -3,6 +3,17 @@
 // and speaks the protocol documented in src/taskyon/sandbox/pool.h over fd 0
 // (host frames) and fd 1 (our frames); fd 2 is captured by the host as logs.
 //
+// The `-e` script is only a stub. Node gives an -e script its own default
+// ES loader as the import() callback, and V8 gives code that `Function` or
+// `eval` makes the callback of the script whose frame called them — so
+// every frame of this harness that calls a function tool code supplies (the
+// tool itself, a toString, a getter, a then) would hand the code it makes
+// Node's own loader (node:vm, node:module, data: URLs). So the stub compiles
+// the harness below with vm.compileFunction, whose importModuleDynamically
+// is the harness's: the module loader of a revision that declares modules
+// (core.js), a refusal otherwise. The stub's frames end before any tool code
+// runs; its one callback only forwards to the harness.
+//
 // Order of work: snapshot the intrinsics the harness needs, replace
 // process.stdout/stderr/stdin and console.* so that nothing the tool does can
 // write protocol noise through them, then wait for one `load` frame, then serve
@@ -10,7 +21,15 @@
 // (the host validates every frame); the snapshots keep an honest tool that
 // patches JSON or fs from breaking the protocol by accident.
 'use strict';
-(function bootstrap() {
+(function stub(harnessSource) {
+  let importHook = null;  // the harness's (setImportHook below), set before any tool code runs
+  const harness = require('vm').compileFunction('return (' + harnessSource + '\n);', [], {
+    filename: 'harness.js',
+    importModuleDynamically: (specifier) => importHook(specifier),
+  })();
+  harness(require, (hook) => { if (importHook === null) importHook = hook; });
+})(String(function bootstrap(require, setImportHook) {
+  'use strict';
   const fs = require('fs');
   const vm = require('vm');
   const util = require('util');
@@ -161,6 +180,8 @@
     limits: { maxFrameBytes, maxLogBytes, maxDepth },
   });
   const emitLog = core.emitLog;
+  // import() of code this harness's frames make (the stub's callback).
+  setImportHook(core.importFromHarness);
 
   function formatArgs(args) {
     try { return ReflectApply(format, undefined, args); } catch { return '[unformattable log arguments]'; }
@@ -229,4 +250,4 @@
   });
   input.on('end', () => exit(0));
   input.on('error', () => exit(0));
-})();
+}));

@@ -25,6 +25,7 @@
 
 #include "taskyon/hardening/probe.h"
 #include "taskyon/hardening/runtime_files.h"
+#include "taskyon/modules/module.h"
 #include "taskyon/native/python_internal.h"
 #include "taskyon/sandbox/workdir.h"
 
@@ -303,55 +304,68 @@ std::vector<std::string> current_environment() {
   return env;
 }
 
-// Writes `bytes` to a new file `path` (mode 0644 whatever the umask).
+// Writes `bytes` to a new file `path` (mode 0644 whatever the umask). The
+// error's message is strerror's only: the caller names the file (the
+// host's scratch path is nobody's business, and the tool sees this error).
 Result<void> write_file(const std::string& path, std::string_view bytes) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
-  if (fd < 0) return fail(Errc::io, fmt::format("cannot create {}: {}", path, std::strerror(errno)), path);
+  if (fd < 0) return fail(Errc::io, std::strerror(errno));
   std::size_t done = 0;
   while (done < bytes.size()) {
     const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
+      const int error = n < 0 ? errno : EIO;
       ::close(fd);
-      return fail(Errc::io, fmt::format("cannot write {}: {}", path, std::strerror(errno)), path);
+      return fail(Errc::io, std::strerror(error));
     }
     done += static_cast<std::size_t>(n);
   }
-  if (::fchmod(fd, 0644) != 0 || ::close(fd) != 0)
-    return fail(Errc::io, fmt::format("cannot finish {}: {}", path, std::strerror(errno)), path);
+  if (::fchmod(fd, 0644) != 0 || ::close(fd) != 0) return fail(Errc::io, std::strerror(errno));
   return {};
 }
 
 // A directory `path` (mode 0755 whatever the umask): readable by the
-// sandbox's uid, whose root binds it.
+// sandbox's uid, whose root binds it. strerror's message only, as above.
 Result<void> make_dir(const std::string& path) {
-  if (::mkdir(path.c_str(), 0755) != 0 && errno != EEXIST)
-    return fail(Errc::io, fmt::format("cannot create {}: {}", path, std::strerror(errno)), path);
-  if (::chmod(path.c_str(), 0755) != 0)
-    return fail(Errc::io, fmt::format("cannot set the mode of {}: {}", path, std::strerror(errno)), path);
+  if (::mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) return fail(Errc::io, std::strerror(errno));
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return fail(Errc::io, std::strerror(errno));
+  if (!S_ISDIR(st.st_mode)) return fail(Errc::io, std::strerror(ENOTDIR));
+  if (::chmod(path.c_str(), 0755) != 0) return fail(Errc::io, std::strerror(errno));
   return {};
 }
 
 // The wheels' files under <scratch>/wheels/<N>/ (N: 0, 1, … in NAME order);
-// those directories, for sys.path. The paths were checked when the module
-// was stored (relative, normalized) and re-hashed when it was read.
+// those directories, for sys.path. Each path is checked again by the rule
+// `module add` and store::code_modules apply (modules::check_wheel_path),
+// and an error names the wheel and its file, never the scratch directory.
 Result<std::vector<std::string>> unpack_wheels(const Value& wheels, const std::string& scratch) {
   std::vector<std::string> dirs;
   if (!wheels.is_object() || wheels.empty()) return dirs;
   const std::string top = scratch + "/wheels";
-  if (auto made = make_dir(top); !made) return std::unexpected(made.error());
+  const auto unpacking = [](const std::string& name, const std::string& path, const Error& e) {
+    return fail(Errc::io, fmt::format("cannot unpack the wheel {}{}{}: {}", name, path.empty() ? "" : "'s file ", path,
+                                      e.message),
+                "/modules/" + name);
+  };
+  if (auto made = make_dir(top); !made)
+    return fail(Errc::io, "cannot make the directory the wheels are unpacked to: " + made.error().message);
   for (const auto& [name, wheel] : wheels.items()) {
     const std::string dir = top + "/" + std::to_string(dirs.size());
-    if (auto made = make_dir(dir); !made) return std::unexpected(made.error());
+    if (auto made = make_dir(dir); !made) return unpacking(name, "", made.error());
     if (!wheel.is_object() || !wheel.contains("files") || !wheel.at("files").is_object())
       return fail(Errc::internal, "a wheel without files", name);
     for (const auto& [path, text] : wheel.at("files").items()) {
-      if (path.empty() || path.front() == '/' || path.find("..") != std::string::npos || !text.is_string())
-        return fail(Errc::internal, "a wheel's file path is not relative and normalized", path);
+      if (!text.is_string()) return fail(Errc::internal, "a wheel's file is not text", name + "/" + path);
+      if (auto ok = modules::check_wheel_path(path); !ok)
+        return fail(Errc::bad_usage, fmt::format("the wheel {} cannot be unpacked: {}", name, ok.error().message),
+                    "/modules/" + name);
       for (std::size_t slash = path.find('/'); slash != std::string::npos; slash = path.find('/', slash + 1))
-        if (auto made = make_dir(dir + "/" + path.substr(0, slash)); !made) return std::unexpected(made.error());
+        if (auto made = make_dir(dir + "/" + path.substr(0, slash)); !made)
+          return unpacking(name, path.substr(0, slash) + "/", made.error());
       if (auto written = write_file(dir + "/" + path, text.get_ref<const std::string&>()); !written)
-        return std::unexpected(written.error());
+        return unpacking(name, path, written.error());
     }
     dirs.push_back(dir);
   }

@@ -113,9 +113,13 @@ std::string first_line(std::string_view text);
 
 // The interpreter's command line in each mode (code on stdin). With
 // `sys_path` (absolute directories): `-c kSysPathPrelude DIR…` instead of
-// `-`, the DIRs first on sys.path.
+// `-`, the DIRs on sys.path right after the standard library (after its
+// last lib-dynload entry; at the end when there is none): a wheel never
+// shadows a standard-library module (docs/modules.md, "Python wheels"),
+// and in host mode it still comes before site-packages.
 inline constexpr const char* kSysPathPrelude =
-    "import sys; sys.path[0:0] = sys.argv[1:]; del sys.argv[1:]; del sys\n"
+    "import sys; n = max([i + 1 for i, p in enumerate(sys.path) if p.endswith('/lib-dynload')], "
+    "default=len(sys.path)); sys.path[n:n] = sys.argv[1:]; del sys.argv[1:]; del n, sys\n"
     "exec(compile(__import__('sys').stdin.buffer.read(), '<stdin>', 'exec'))\n";
 std::vector<std::string> python_argv(const Interpreter& python, PythonIsolation isolation,
                                      const std::vector<std::string>& sys_path = {});

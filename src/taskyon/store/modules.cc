@@ -160,6 +160,13 @@ Result<json::Value> code_modules(Store& store, const json::Value& named, std::st
                                   : fmt::format("the module {} ({}) is a Python wheel; a JavaScript tool's modules are "
                                                 "npm packages", specifier, ref),
                   "/modules/" + specifier);
+    // A wheel stored before a rule of check_wheel_files existed (native code, a
+    // standard-library name, a path it cannot be unpacked to) is refused here,
+    // at install and at every call, as `module add` refuses it now.
+    if (!kind.empty())
+      if (auto ok = modules::check_wheel_files(m->files); !ok)
+        return fail(Errc::bad_usage, fmt::format("the wheel {} ({}) cannot be used: {}", specifier, ref, ok.error().message),
+                    ok.error().where.empty() ? "/modules/" + specifier : ok.error().where);
     json::Value files = json::Value::object();
     for (auto& [path, text] : m->files) {
       bytes += text.size();
