@@ -24,6 +24,7 @@
 
 #include "taskyon/invoke/capabilities.h"
 #include "taskyon/loopback/loopback.h"
+#include "served.h"
 #include "test_util.h"
 
 namespace taskyon {
@@ -31,100 +32,14 @@ namespace {
 
 using ::testing::HasSubstr;
 using json::Value;
-
-std::string slurp(const std::filesystem::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// One `tycli serve` process in its own TASKYON_HOME.
-class Served {
- public:
-  // `extra`: global options (before `serve`); `serve_args`: serve's own (after it).
-  Served(const testing::TempDir& home, std::vector<std::string> extra = {}, std::vector<std::string> serve_args = {}) {
-    std::vector<std::string> args = {"--json"};
-    args.insert(args.end(), extra.begin(), extra.end());
-    args.push_back("serve");
-    args.insert(args.end(), serve_args.begin(), serve_args.end());
-    log_ = (home.path() / "serve.log").string();
-    pid_ = testing::spawn_tycli(args, home.path(), log_);
-    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(15);
-    while (std::chrono::steady_clock::now() < until && port_ == 0) {
-      std::istringstream lines(slurp(log_));
-      for (std::string line; std::getline(lines, line);) {
-        auto v = json::parse(line);
-        if (v && v->is_object() && v->contains("port")) {
-          port_ = (*v)["port"].get<int>();
-          token_file_ = (*v)["tokenFile"].get<std::string>();
-          if (v->contains("pageUrl")) page_url_ = (*v)["pageUrl"].get<std::string>();
-        }
-      }
-      if (port_ == 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    if (port_ != 0) {
-      token_ = slurp(token_file_);
-      if (!token_.empty() && token_.back() == '\n') token_.pop_back();
-    }
-  }
-  ~Served() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGTERM);
-      testing::wait_exit(pid_);
-    }
-  }
-  int stop(int signal = SIGTERM) {
-    ::kill(pid_, signal);
-    const int rc = testing::wait_exit(pid_);
-    pid_ = -1;
-    return rc;
-  }
-  bool up() const { return port_ != 0 && !token_.empty(); }
-  int port() const { return port_; }
-  const std::string& token() const { return token_; }
-  const std::string& token_file() const { return token_file_; }
-  const std::string& page_url() const { return page_url_; }
-  std::string log() const { return slurp(log_); }
-
-  std::unique_ptr<httplib::Client> client() const {
-    auto c = std::make_unique<httplib::Client>("127.0.0.1", port_);
-    c->set_read_timeout(std::chrono::seconds(30));
-    return c;
-  }
-  httplib::Headers auth(httplib::Headers extra = {}) const {
-    extra.emplace("Authorization", "Bearer " + token_);
-    return extra;
-  }
-  httplib::Result get(const std::string& path, httplib::Headers headers) const { return client()->Get(path, headers); }
-  httplib::Result get(const std::string& path) const { return get(path, auth()); }
-  httplib::Result post(const std::string& path, const std::string& body, httplib::Headers headers) const {
-    return client()->Post(path, headers, body, "application/json");
-  }
-  httplib::Result post(const std::string& path, const Value& body) const { return post(path, body.dump(), auth()); }
-
- private:
-  std::string log_, token_file_, token_, page_url_;
-  int pid_ = -1;
-  int port_ = 0;
-};
-
-Value body_of(const httplib::Result& r) {
-  if (!r) return Value();
-  auto v = json::parse(r->body);
-  return v ? *v : Value("not JSON: " + r->body);
-}
+using testing::body_of;
+using testing::Served;
+using testing::slurp;
 
 class Serve : public ::testing::Test {
  protected:
   testing::CommandResult tycli(const std::vector<std::string>& args) { return testing::run_tycli(args, home.path()); }
-  Value cli_json(const std::vector<std::string>& args) {
-    std::vector<std::string> all = {"--json"};
-    all.insert(all.end(), args.begin(), args.end());
-    auto r = tycli(all);
-    auto v = json::parse(r.out);
-    return v ? *v : Value("tycli failed: " + r.err + r.out);
-  }
+  Value cli_json(const std::vector<std::string>& args) { return testing::cli_json(home.path(), args); }
   Value upper = testing::js_tool("upper", "({input}) => input.toUpperCase()");
   testing::TempDir home;
 };

@@ -6,6 +6,7 @@
 import { SandboxHost, refuseAll } from '../host/host.js';
 import { PopupHost, PopupPermissions } from '../host/popup.js';
 import { BrowserStore, grantedDecider } from '../host/store.js';
+import { ServerRuns } from '../host/server.js';
 import { loadCore } from '../core/load.mjs';
 import { wasmDecider } from '../core/policy.mjs';
 
@@ -13,9 +14,10 @@ const $ = (id) => /** @type {HTMLElement} */ (document.getElementById(id));
 const loaded = /** @type {any} */ (await loadCore(new URL('../../build-wasm/taskyon_core.wasm', import.meta.url).href));  // {ok, core, bytes} | {ok: false, reason}
 const core = loaded.ok ? loaded.core : null;
 // Direct mode's decisions: the wasm policy, then a grant for (revision, origin, access) in this
-// page's browser store (IndexedDB, store.js), each decision in its audit.
+// page's browser store (IndexedDB, store.js), each decision in its audit. A request the policy
+// admits but no grant covers is put to the user while the tool's fetch waits (askGrant below).
 const store = core ? await BrowserStore.open('taskyon-demo', { core }) : null;
-const decide = core ? grantedDecider(wasmDecider(core), store) : refuseAll;
+const decide = core ? grantedDecider(wasmDecider(core), store, { ask: (q) => askGrant(q) }) : refuseAll;
 
 // The counter is examples/tools/counter.json as `tycli tool install` reads it; v2 the same with another code (its default step 10).
 const counterV1 = await fetch(new URL('../../examples/tools/counter.json', import.meta.url), { cache: 'no-store' }).then((r) => r.json());
@@ -46,8 +48,10 @@ $('ids-out').textContent = core
     `counter v2 ${REV.v2}`, `fetcher    ${FETCHER_REV}`].join('\n')
   : `no wasm core: ${loaded.reason}; ids are labels and direct mode refuses every fetch`;
 
-// Strict mode: the page runs a tool installed on the server (#tool=NAME, default fetcher) from its
-// stored revision and code, and shows the server's audit rows. The server's token: served by
+// Strict mode: the page uses the server's store (server.js): a call of a tool installed on the server
+// (#tool=NAME, default fetcher) is a run of the server, which pins it and answers the revision's code,
+// decides its fetches (egress proxy) and stores the call and its result, so `tycli task tree` shows
+// it; the page shows the stored task and the server's audit row. The server's token: served by
 // `tycli serve --page` (docs/serve.md), it is in the page's own path, /page/<token>/…, and the API
 // is this origin's /v1; served by browser/demo/serve.mjs, it is #token=<token>, and the API is
 // behind that server's /serve relay.
@@ -56,8 +60,10 @@ const servedBy = /^\/page\/([0-9a-f]{64})\//.exec(location.pathname);
 const token = servedBy ? servedBy[1] : params.get('token') || '';
 const apiBase = servedBy ? '' : '/serve';
 const serverToolName = params.get('tool') || 'fetcher';
-/** @type {{revision: string, code: string} | null} */
+/** @type {{revision: string} | null} */
 let serverTool = null;
+/** @type {ServerRuns | null} */
+let server = null;
 const api = (path) => fetch(apiBase + path, { headers: { Authorization: 'Bearer ' + token }, cache: 'no-store' })
   .then(async (r) => { const j = await r.json(); if (!r.ok) throw new Error(j.error ? j.error.code + ': ' + j.error.message : 'HTTP ' + r.status); return j; });
 let active = 'v1';
@@ -66,7 +72,9 @@ let host = makeHost(false);
 const hosts = new Set([host]);
 
 function makeHost(strict) {
-  return new SandboxHost(strict ? { egress: { endpoint: apiBase + '/v1/fetch', token } } : { decide });
+  if (!strict) return new SandboxHost({ decide });
+  server ??= new ServerRuns({ token, base: apiBase || '/' });
+  return new SandboxHost({ egress: server.egress(), ...server.capabilities(), onRecord: server.sandboxLog });
 }
 
 function render() {
@@ -119,7 +127,7 @@ $('strict').onchange = () => {
   $('fetch-out').textContent = `a new host in ${host.mode} mode`;
   if (strict) {
     api('/v1/tools/' + encodeURIComponent(serverToolName)).then((t) => {
-      serverTool = { revision: t.revision, code: t.definition.code };
+      serverTool = { revision: t.revision };
       $('fetch-out').textContent = `strict: the server's ${serverToolName} ${t.revision.slice(0, 19)}…`;
     }, (e) => { $('fetch-out').textContent = `strict: the server has no tool ${serverToolName}: ${e.message}`; });
   }
@@ -130,33 +138,34 @@ async function renderAudit() {
   const rows = (await store.auditRows()).slice(-5);
   $('audit-out').textContent = rows.length ? rows.map((r) => `${r.at.slice(11, 23)} ${r.verdict.padEnd(5)} ${r.access ?? '-'} ${r.target}  ${r.reason}`).join('\n') : 'no decision yet';
 }
-// A refusal for want of a grant asks the user: allow (a grant in the store, then the call again) or not.
-function askGrant(u, message) {
-  const origin = new URL(u).origin;
+// The grant prompt (grantedDecider's ask, as the CLI's --ask): the tool's fetch waits for the
+// answer; once allows this request, always stores the grant, deny refuses.
+/** @param {{revision: string, tool: string, origin: string, access: string}} q @returns {Promise<string>} */
+function askGrant(q) {
   $('grant-ask').hidden = false;
-  $('grant-text').textContent = `fetcher ${FETCHER_REV.slice(0, 19)}… wants read on ${origin} (${message})`;
-  $('grant-yes').onclick = async () => {
-    await store.grant(FETCHER_REV, origin, 'read');
-    $('grant-ask').hidden = true;
-    $('fetch').click();
-  };
-  $('grant-no').onclick = () => { $('grant-ask').hidden = true; };
+  $('grant-text').textContent = `${q.tool} ${q.revision.slice(0, 19)}… wants ${q.access} on ${q.origin}`;
+  return new Promise((resolve) => {
+    const answer = (a) => () => { $('grant-ask').hidden = true; resolve(a); };
+    $('grant-once').onclick = answer('once');
+    $('grant-yes').onclick = answer('always');
+    $('grant-no').onclick = answer('no');
+  });
 }
 $('fetch').onclick = async () => {
   const u = /** @type {HTMLInputElement} */ ($('url')).value;
   if (store && host.mode === 'direct') await store.install(DEFS.fetcher);  // the store holds what it grants to
   const strict = host.mode === 'strict' && serverTool;
-  const r = strict
-    ? await host.call({ tool: serverToolName, revision: serverTool.revision, code: serverTool.code, args: { u } })
+  const r = strict && server
+    ? await server.call(host, { tool: serverToolName, args: { u } })
     : await host.call({ tool: 'fetcher', revision: FETCHER_REV, code: FETCHER, args: { u } });
   let text = `${host.mode}: ` + (r.ok ? (typeof r.value === 'string' ? r.value : JSON.stringify(r.value)) : r.error.code);
-  if (strict) {
+  if (strict && 'task' in r) {
+    text += `\nstored by the server as task ${String(r.task).slice(0, 19)}… (tycli task tree ${String(r.task).slice(0, 19)})`;
     const rows = await api('/v1/audit?revision=' + encodeURIComponent(serverTool.revision)).catch(() => []);
     const last = rows[rows.length - 1];
     if (last) text += `\nserver audit #${rows.length}: ${last.capability} ${last.verdict} ${last.target}`;
   }
   $('fetch-out').textContent = text;
-  if (!strict && r.ok && typeof r.value === 'string' && r.value.startsWith('CapabilityError denied') && store) askGrant(u, 'no grant');
   await renderAudit();
   render();
 };

@@ -4,7 +4,7 @@
 //   node browser/demo/screenshot.mjs [OUT.png] [--tycli PATH]   (default: demo.png here)
 // With --tycli, a real `tycli serve` (browser/tests/strict.mjs: its own TASKYON_HOME, tool
 // `getter` granted read on an HTTPS upstream on loopback) and the strict-mode toggle used.
-// `tycli serve` does not serve the demo yet (docs/browser.md "Demo").
+// `tycli serve --page` serves the demo too (docs/browser.md "Demo").
 import { chromium } from 'playwright-core';
 import { listen, startHostServer } from '../tests/servers.mjs';
 import { startStrict } from '../tests/strict.mjs';

@@ -24,6 +24,7 @@ import { loadPyodideFiles, pythonAssets } from './python.js';
 export { refuseAll } from './policy.js';
 export { sandboxCsp } from './sandbox.js';
 export { forgetPyodideFiles, loadPyodideFiles, PYODIDE_CACHE } from './python.js';
+export { PYODIDE_MANIFEST } from './pyodide-manifest.js';
 
 /** Every open SandboxHost of this page: recycling the renderer needs them all. */
 const openHosts = new Set();
@@ -41,31 +42,36 @@ export class SandboxHost {
    * @param {{endpoint: string, token: string}} [o.egress] strict mode (B8, egress.js): every mediated
    *        request goes to tycli serve's /v1/fetch, `decide` is never consulted
    * @param {{stripCsp?: boolean, cspLayers?: string, keepIframeOnDestroy?: boolean, omitAddressSpace?: boolean, noRecycle?: boolean,
-   *          pythonNoWasmEval?: boolean, pythonStartTimeoutMs?: number}} [o.testing]
+   *          pythonNoWasmEval?: boolean, pythonStartTimeoutMs?: number, exposeHarnessPort?: boolean}} [o.testing]
    *        negative controls for the checks (sandbox.js); never in a product page
    * @param {Element} [o.container] where sandbox iframes go (document.body)
    * @param {URL|string} [o.pyodideBase] folder of Pyodide's core files (python.js checks each by its id)
-   * @param {(request: {op: string, key: string, json: string|null}, who: {revision: string, tool: string, live: () => boolean}) => Promise<any>} [o.storage]
+   * @param {URL|string} [o.wheelBase] folder of the shipped wheels (default browser/wheels/; checked by id the same way)
+   * @param {(request: {op: string, key: string, json: string|null}, who: {revision: string, tool: string, task: string|null, run: string|null, live: () => boolean}) => Promise<any>} [o.storage]
    *        context.storage for tool code (store.js storageCapability(store)); default: every operation denied
-   * @param {(request: {op: string, json: string}, who: {revision: string, tool: string, task: string|null, already: number, live: () => boolean}) => Promise<any>} [o.tasks]
+   * @param {(request: {op: string, json: string}, who: {revision: string, tool: string, task: string|null, run: string|null, already: number, live: () => boolean}) => Promise<any>} [o.tasks]
    *        context.createSubtasksResult and context.resolveInvocation (tasks.js taskCapability(store, core)); default: denied
+   * @param {(row: {seq: number, at: number, event: string, sandbox: number, tool: string, revision: string, session: string, reason: string, detail: string}) => void} [o.onRecord]
+   *        told of every sandbox log row as it is written (server.js ServerRuns.sandboxLog sends destructions to the server's log)
    */
   constructor(o = {}) {
     this._decide = o.decide || refuseAll;
     this._storage = o.storage || null;
     this._tasks = o.tasks || null;
+    this._onRecord = o.onRecord || null;
     this._assetsBase = new URL(o.assetsBase || '../sandbox/', import.meta.url);
     this._fetchOptions = o.fetchOptions || {};
     this._egress = o.egress ? egressOptions(o.egress) : null;
     /** 'strict' (the server decides every request) or 'direct' (decide + the page's fetch) */
     this.mode = this._egress ? 'strict' : 'direct';
     /** @type {{stripCsp?: boolean, cspLayers?: string, keepIframeOnDestroy?: boolean, omitAddressSpace?: boolean, noRecycle?: boolean,
-     *          pythonNoWasmEval?: boolean, pythonStartTimeoutMs?: number}} */
+     *          pythonNoWasmEval?: boolean, pythonStartTimeoutMs?: number, exposeHarnessPort?: boolean}} */
     this._testing = Object.freeze({ ...(o.testing || {}) });
     this._container = o.container || document.body;
     this._assets = null;
     this._pythonAssets = null;
     this._pyodideBase = new URL(o.pyodideBase || '../../node_modules/pyodide/', import.meta.url);
+    this._wheelBase = new URL(o.wheelBase || '../wheels/', import.meta.url);
     this._retained = new Map();  // key -> Sandbox
     this._queues = new Map();    // key -> tail promise
     this._live = new Set();      // every live sandbox, retained or disposable
@@ -80,8 +86,12 @@ export class SandboxHost {
   }
 
   _record(event, sb, reason = '', detail = '') {
-    this.log.push({ seq: this.log.length + 1, at: performance.now(), event, sandbox: sb.id, tool: sb.tool,
-      revision: sb.revision, session: sb.session, reason, detail });
+    const row = { seq: this.log.length + 1, at: performance.now(), event, sandbox: sb.id, tool: sb.tool,
+      revision: sb.revision, session: sb.session, reason, detail };
+    this.log.push(row);
+    if (this._onRecord) {
+      try { this._onRecord({ ...row }); } catch { /* a listener's failure is its own */ }
+    }
   }
 
   async assets() {
@@ -95,7 +105,7 @@ export class SandboxHost {
       this._pythonAssets = (async () => {
         const js = await this.assets();
         const harness = await (await fetchAsset(this._assetsBase, 'python_harness.js')).text();
-        return pythonAssets(js, harness, await loadPyodideFiles(this._pyodideBase), this._testing);
+        return pythonAssets(js, harness, await loadPyodideFiles(this._pyodideBase, { wheelBase: this._wheelBase }), this._testing);
       })();
       this._pythonAssets.catch(() => { this._pythonAssets = null; });  // a refused file is retried next time, never half-used
     }
@@ -123,10 +133,12 @@ export class SandboxHost {
   /**
    * Runs one call of a tool revision.
    * @param {{tool: string, revision: string, session?: string, code: string, args?: unknown,
-   *          timeoutMs?: number, disposable?: boolean, signal?: AbortSignal, runtime?: 'js'|'python', task?: string}} c
-   *   task: the call's task id in the browser store (store.compileCall), for createSubtasksResult and resolveInvocation
+   *          timeoutMs?: number, disposable?: boolean, signal?: AbortSignal, runtime?: 'js'|'python', task?: string, run?: string}} c
+   *   task: the call's task id in the store (store.compileCall, or the server's: server.js), for createSubtasksResult and resolveInvocation
+   *   run: the server's run of the call (server.js ServerRuns), handed to the storage and tasks functions
    *   runtime 'python': code is Python source run by Pyodide (python.js, docs/browser.md "Browser Python")
-   * @returns {Promise<{ok: boolean, value?: unknown, error?: {code: string, message: string}, logs: object[], sandbox?: number}>}
+   * @returns {Promise<{ok: boolean, value?: unknown, error?: {code: string, name?: string, message: string}, logs: {level: string, text: string}[],
+   *                     sandbox?: number, sandboxKept?: boolean}>}
    *   error.code is the destruction reason when the sandbox was destroyed, the thrown
    *   error's code (or "tool_error") when the tool threw and the sandbox was kept.
    */
@@ -232,7 +244,8 @@ export class SandboxHost {
 function keyOf(revision, session) { return JSON.stringify([revision, session]); }
 
 async function runOn(sb, c, timeoutMs) {
-  const r = await sb.run(c.args ?? {}, { timeoutMs, signal: c.signal, task: typeof c.task === 'string' ? c.task : null });
+  const r = await sb.run(c.args ?? {}, { timeoutMs, signal: c.signal, task: typeof c.task === 'string' ? c.task : null,
+    run: typeof c.run === 'string' ? c.run : null });
   return { ...r, sandbox: sb.id };
 }
 

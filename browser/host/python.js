@@ -1,7 +1,8 @@
 // The browser Python sandbox's host side (issue 15, B6/B7): Pyodide's core
-// files fetched by the host page, each checked against the SHA-256 id pinned
-// in pyodide-manifest.js (generated from the npm package by
-// scripts/pyodide-manifest.mjs) before any sandbox sees a byte, and kept in
+// files and the shipped wheels (browser/wheels/) fetched by the host page, each
+// checked against the SHA-256 id pinned in pyodide-manifest.js (generated from
+// the npm package and the wheels by scripts/pyodide-manifest.mjs) before any
+// sandbox sees a byte, and kept in
 // memory (per page, keyed by id) so a new sandbox never downloads again. The
 // sandbox itself is an ordinary sandbox (sandbox.js) with a module worker from
 // a data: URL, the same CSP plus 'wasm-unsafe-eval' (Pyodide is WebAssembly;
@@ -54,23 +55,23 @@ async function toCache(want, bytes) {
 }
 
 /**
- * One core file, verified: from memory, else the cache, else fetched; by its id.
+ * One core file or wheel, verified: from memory, else the cache, else fetched; by its id.
  * @param {URL} base @param {string} name @param {{sha256: string, size: number}} want
- * @param {boolean} useCache
+ * @param {boolean} useCache @param {string} what how an error names the file
  * @returns {Promise<ArrayBuffer>}
  */
-async function verifiedFile(base, name, want, useCache) {
+async function verifiedFile(base, name, want, useCache, what) {
   const have = verified.get(want.sha256) || (useCache ? await fromCache(want) : null);
   if (have) { verified.set(want.sha256, have); return have; }
   let bytes;
   try {
     bytes = await (await fetchAsset(base, name)).arrayBuffer();
   } catch (e) {
-    throw new AssetError('asset_unavailable', `Pyodide core file ${name} could not be fetched: ${e && e.message}`);
+    throw new AssetError('asset_unavailable', `${what} ${name} could not be fetched: ${e && e.message}`);
   }
   if (!(await matches(bytes, want))) {
     const got = hex(await crypto.subtle.digest('SHA-256', bytes));
-    throw new AssetError('asset_integrity', `Pyodide core file ${name} does not match its id: sha256 ${got} (${bytes.byteLength} bytes), expected ${want.sha256} (${want.size} bytes); the Python sandbox does not start`);
+    throw new AssetError('asset_integrity', `${what} ${name} does not match its id: sha256 ${got} (${bytes.byteLength} bytes), expected ${want.sha256} (${want.size} bytes); the Python sandbox does not start`);
   }
   verified.set(want.sha256, bytes);
   if (useCache) await toCache(want, bytes);
@@ -78,16 +79,26 @@ async function verifiedFile(base, name, want, useCache) {
 }
 
 /**
- * The verified core files; every file must match or nothing is returned.
- * @param {URL} base the folder the files are served from
- * @param {{cache?: boolean}} [o] cache: use the Cache API store (default true)
+ * The verified core files and wheels, by file name; every file must match or nothing is returned.
+ * @param {URL} base the folder the core files are served from
+ * @param {{cache?: boolean, wheelBase?: URL}} [o] cache: use the Cache API store (default true);
+ *   wheelBase: the folder of the wheels (default: browser/wheels/ next to this module)
  * @returns {Promise<Record<string, ArrayBuffer>>}
  */
 export async function loadPyodideFiles(base, o = {}) {
-  const entries = Object.entries(PYODIDE_MANIFEST.files);
-  const bytes = await Promise.all(entries.map(([name, want]) => verifiedFile(base, name, want, o.cache !== false)));
-  return Object.fromEntries(entries.map(([name], i) => [name, bytes[i]]));
+  const wheelBase = o.wheelBase || new URL('../wheels/', import.meta.url);
+  /** @type {{name: string, want: {sha256: string, size: number}, from: URL, what: string}[]} */
+  const entries = [
+    ...Object.entries(PYODIDE_MANIFEST.files).map(([name, want]) => ({ name, want, from: base, what: 'Pyodide core file' })),
+    ...Object.values(PYODIDE_MANIFEST.wheels).map((w) => ({ name: w.file, want: w, from: wheelBase, what: 'wheel' })),
+  ];
+  const bytes = await Promise.all(entries.map((e) => verifiedFile(e.from, e.name, e.want, o.cache !== false, e.what)));
+  return Object.fromEntries(entries.map((e, i) => [e.name, bytes[i]]));
 }
+
+/** What the harness is told of the shipped wheels: {NAME: {version, file, imports}} (the bytes travel in `files`). */
+export const WHEEL_INDEX = Object.freeze(Object.fromEntries(Object.entries(PYODIDE_MANIFEST.wheels)
+  .map(([name, w]) => [name, { version: w.version, file: w.file, imports: w.imports }])));
 
 /** Forgets the verified bytes of this page and, with `cache`, the Cache API store (the benchmark's cold start). */
 export async function forgetPyodideFiles({ cache = false } = {}) {
@@ -111,7 +122,7 @@ export function pythonAssets(js, pythonHarness, files, testing = {}) {
     startTimeoutMs: testing.pythonStartTimeoutMs || PYTHON_START_TIMEOUT_MS,
     // Each sandbox gets its own copies (they are transferred, so detached in the host).
     files: () => Object.fromEntries(Object.entries(files).map(([n, b]) => [n, b.slice(0)])),
-    // The Python code travels as a JSON string literal: it is data to the harness, never JS.
-    wrap: (code) => `__taskyonPython(${JSON.stringify(code)});\n`,
+    // The Python code and the wheel index travel as JSON literals: data to the harness, never JS.
+    wrap: (code) => `__taskyonPython(${JSON.stringify(code)}, ${JSON.stringify(WHEEL_INDEX)});\n`,
   });
 }

@@ -64,15 +64,15 @@ export class Sandbox {
    * @param {object} [o.fetchOptions] directFetch options (timeoutMs, maxResponseBytes)
    * @param {import('./egress.js').EgressOptions|null} [o.egress] strict mode: every fetch goes to this
    *        egress proxy (egress.js), `decide` is not consulted
-   * @param {(request: {op: string, key: string, json: string|null}, who: {revision: string, tool: string, live: () => boolean}) =>
+   * @param {(request: {op: string, key: string, json: string|null}, who: {revision: string, tool: string, task: string|null, run: string|null, live: () => boolean}) =>
    *         Promise<{ok: true, json: string} | {ok: false, code: string, message: string}>} [o.storage]
    *        context.storage's decisions (store.js storageCapability); absent: every operation is denied
-   * @param {(request: {op: string, json: string}, who: {revision: string, tool: string, task: string|null, already: number, live: () => boolean}) =>
+   * @param {(request: {op: string, json: string}, who: {revision: string, tool: string, task: string|null, run: string|null, already: number, live: () => boolean}) =>
    *         Promise<{ok: true, json: string, created: number} | {ok: false, code: string, message: string}>} [o.tasks]
    *        createSubtasksResult and resolveInvocation (tasks.js taskCapability); absent: both denied
    * @param {(sb: Sandbox, reason: string, detail: string, wasRunning: boolean) => void} o.onDestroy
    * @param {Element} o.container where the iframe goes
-   * @param {{stripCsp?: boolean, cspLayers?: string, keepIframeOnDestroy?: boolean, omitAddressSpace?: boolean}} [o.testing]
+   * @param {{stripCsp?: boolean, cspLayers?: string, keepIframeOnDestroy?: boolean, omitAddressSpace?: boolean, exposeHarnessPort?: boolean}} [o.testing]
    *        negative controls for the checks only: they exist to show that B2, B4 and M6 fail
    *        without the CSP / the iframe's removal / the public address space; cspLayers
    *        'meta' or 'attribute' keeps one CSP layer only.
@@ -129,16 +129,19 @@ export class Sandbox {
     this.port.onmessageerror = () => this.destroy('protocol_error', 'a message could not be deserialized');
     const { assets } = this._o;
     // An opaque origin cannot be named as a target: '*' it is, and the port is what binds.
+    // testing.exposeHarnessPort: the harness leaves its own port on self for tool code (the checks
+    // that post misshaped protocol messages on it, so the host's validation is what they meet).
+    const expose = this._testing.exposeHarnessPort ? { expose: true } : {};
     if (assets.kind === 'module') {  // Python (python.js): the code is a string literal, the core files go along
       const files = assets.files();
-      this.iframe.contentWindow.postMessage({ t: 'bind', kind: 'module', source: assets.harness + '\n' + assets.wrap(this._o.code), files },
+      this.iframe.contentWindow.postMessage({ t: 'bind', kind: 'module', source: assets.harness + '\n' + assets.wrap(this._o.code), files, ...expose },
         '*', [channel.port2, ...Object.values(files)]);
       return;
     }
     const prefix = assets.harness + '\n__taskyonStart((\n';
     this._codeLine = prefix.split('\n').length - 1;  // lines before the tool code's first
     const source = prefix + this._o.code + '\n));\n';
-    this.iframe.contentWindow.postMessage({ t: 'bind', kind: 'classic', source }, '*', [channel.port2]);
+    this.iframe.contentWindow.postMessage({ t: 'bind', kind: 'classic', source, ...expose }, '*', [channel.port2]);
   }
 
   /** A message from the sandbox's iframe window (not the port): always a violation (B3). */
@@ -229,7 +232,7 @@ export class Sandbox {
     let r;
     try {
       r = this._o.storage
-        ? await this._o.storage({ op: m.op, key: m.key, json: m.json }, { revision: this.revision, tool: this.tool, live: this._live(call) })
+        ? await this._o.storage({ op: m.op, key: m.key, json: m.json }, { revision: this.revision, tool: this.tool, task: call.task, run: call.run, live: this._live(call) })
         : { ok: false, code: 'denied', message: 'this page offers no storage to tool code' };
     } catch (e) {
       r = { ok: false, code: 'denied', message: 'the page\'s storage failed: ' + String(e && e.message) };
@@ -255,7 +258,7 @@ export class Sandbox {
     let r;
     try {
       r = this._o.tasks
-        ? await this._o.tasks({ op: m.op, json: m.json }, { revision: this.revision, tool: this.tool, task: call.task, already: call.subtasks, live: this._live(call) })
+        ? await this._o.tasks({ op: m.op, json: m.json }, { revision: this.revision, tool: this.tool, task: call.task, run: call.run, already: call.subtasks, live: this._live(call) })
         : { ok: false, code: 'denied', message: `this page offers no ${m.op} to tool code` };
     } catch (e) {
       r = { ok: false, code: 'denied', message: `the page's ${m.op} failed: ` + String(e && e.message) };
@@ -304,7 +307,7 @@ export class Sandbox {
 
   // B8: strict mode. The server decides from its own store; the page's decide is bypassed.
   _strictFetch(req, call) {
-    return egressFetch(req, { revision: this.revision }, this._o.egress, call.controller.signal);
+    return egressFetch(req, call.task ? { revision: this.revision, task: call.task } : { revision: this.revision }, this._o.egress, call.controller.signal);
   }
 
   _endCall() {
@@ -318,15 +321,16 @@ export class Sandbox {
 
   /**
    * Runs one call (the host serializes calls; a second concurrent call is refused).
-   * @param {unknown} args @param {{timeoutMs: number, signal?: AbortSignal, task?: string|null}} opts  task: the call's task id in the store (M14, M15)
+   * @param {unknown} args @param {{timeoutMs: number, signal?: AbortSignal, task?: string|null, run?: string|null}} opts
+   *   task: the call's task id in the store (M14, M15; strict mode sends it with each fetch); run: the server's run of the call (server.js)
    * @returns {Promise<{ok: boolean, value?: unknown, error?: {code: string, name?: string, message: string}, logs: object[],
    *                    sandboxKept?: boolean, deadline?: number}>}  deadline: performance.now() of the timeout
    */
-  run(args, { timeoutMs, signal, task = null }) {
+  run(args, { timeoutMs, signal, task = null, run = null }) {
     if (this.state !== 'ready') return Promise.resolve({ ok: false, error: { code: 'not_ready', message: 'sandbox is ' + this.state }, logs: [] });
     return new Promise((resolve) => {
       const call = { id: this._nextCallId++, resolve, logs: [], requests: new Set(), controller: new AbortController(), signal,
-        task, subtasks: 0, inflight: new Set(), taskTurn: null };
+        task, run, subtasks: 0, inflight: new Set(), taskTurn: null };
       this._call = call;
       this.state = 'busy';
       call.timer = setTimeout(() => this.destroy('timeout', `the call ran longer than ${timeoutMs} ms`), timeoutMs);

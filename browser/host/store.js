@@ -464,15 +464,28 @@ export function treeRefs(tasks) {
   return out;
 }
 
+/** What a grant prompt answers (the CLI's --ask): 'no', 'once' (this request, nothing stored) or 'always' (a grant stored). */
+const ANSWERS = new Set(['no', 'once', 'always']);
+
 /**
  * A `decide` for SandboxHost ({decide} option, policy.js) that needs, after `policy` (the wasm
  * core's, browser/core/policy.mjs) admitted a request, a grant in `store` for (revision, origin,
  * access) (M8), fills `{{secret:NAME}}` header placeholders from that revision's secrets for that
  * origin only, and audits every decision. Refusals: `denied` (no grant, or a missing secret),
  * the policy's own codes otherwise.
+ *
+ * `ask` (optional) is the page's grant prompt, as the CLI's `--ask`: a request the policy admits
+ * but no grant covers is put to it while the tool's fetch waits (the call's timeout still runs),
+ * and it answers 'always' (a grant for exactly (revision, origin, access) is stored, then the
+ * request goes on), 'once' (this request goes on, nothing is stored) or 'no'. Anything else or a
+ * throw is 'no'. The audit row says which ("asked: always", …). An answer given after the call
+ * ended still stores its grant, but nothing is fetched (the call's requests are aborted). Only a
+ * grantable request is ever asked: the policy's refusals (metadata, private addresses, a bad
+ * scheme) never reach it.
  * @param {(request: any) => Promise<any>} policy @param {BrowserStore} store
+ * @param {{ask?: (q: {revision: string, tool: string, origin: string, access: string}) => Promise<string>|string}} [o]
  */
-export function grantedDecider(policy, store) {
+export function grantedDecider(policy, store, o = {}) {
   return async (request) => {
     const revision = String(request.revision);
     const verdict = await policy(request);
@@ -491,10 +504,20 @@ export function grantedDecider(policy, store) {
         return { allow: false, code: 'invalid_request', message };
       }
     }
+    let asked = '';
     if (!(await store.granted(revision, origin, access))) {
       const message = `no ${access} grant for ${origin} to revision ${revision} (M8)`;
-      await audit('deny', message, origin, access);
-      return { allow: false, code: 'denied', message };
+      let answer = 'no';
+      if (o.ask) {
+        try { answer = String(await o.ask({ revision, tool: String(request.tool ?? ''), origin, access })); } catch { answer = 'no'; }
+        if (!ANSWERS.has(answer)) answer = 'no';
+      }
+      if (answer === 'no') {
+        await audit('deny', o.ask ? `asked: no; ${message}` : message, origin, access);
+        return { allow: false, code: 'denied', message };
+      }
+      if (answer === 'always') await store.grant(revision, origin, access);
+      asked = `asked: ${answer}`;
     }
     const headers = [];
     for (const [name, value] of request.headers || []) {
@@ -511,7 +534,7 @@ export function grantedDecider(policy, store) {
       }
       headers.push([name, filled]);
     }
-    await audit('allow', 'granted', origin, access);
+    await audit('allow', asked || 'granted', origin, access);
     return { ...verdict, headers };
   };
 }

@@ -26,7 +26,7 @@ const STORAGE_OPS = new Set(['get', 'set', 'delete', 'list']);
 const TASK_OPS = new Set(['createSubtasksResult', 'resolveInvocation']);
 
 /** The reasons bootstrap.js reports (`{t: 'supervisor', reason, detail}`); worker_error is `crashed`. */
-const SUPERVISOR_REASONS = new Set(['second_bind', 'bad_host_message', 'messageerror', 'worker_failed', 'worker_error', 'forged_supervisor']);
+const SUPERVISOR_REASONS = new Set(['second_bind', 'bad_host_message', 'messageerror', 'worker_failed', 'worker_error', 'forged_supervisor', 'forged_message']);
 
 function isPlain(d) {
   return d !== null && typeof d === 'object' && !Array.isArray(d) && Object.getPrototypeOf(d) === Object.prototype;

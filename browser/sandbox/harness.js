@@ -6,8 +6,18 @@
 // realm and may replace any of it. The boundaries are the iframe's opaque origin
 // and CSP, and the host page, which validates every message this sends.
 //
-// Protocol (structured-clone objects over the worker's own channel; the
-// supervisor relays them to the host's bound MessagePort):
+// The channel: the worker's first message carries a MessagePort of the
+// harness's own (bootstrap.js). The harness takes it in a capturing listener
+// registered before tool code runs, stops that event there, and keeps the port
+// in this closure, using only built-ins it captured at load (tool code may
+// replace them later), so tool code never holds the port and never sees a
+// message on it: a timer an earlier call left behind cannot read a later
+// call's id or arguments, nor speak for it (S2). Tool code's own
+// self.postMessage reaches the supervisor, which destroys the sandbox. Messages
+// this posts before the port arrives ('ready') wait for it.
+//
+// Protocol (structured-clone objects over that port; the supervisor relays
+// them to the host's bound MessagePort):
 //   worker -> host  {t:'ready'}
 //                   {t:'result', id, ok:true, json}   json: JSON text of the value
 //                   {t:'result', id, ok:false, error:{name, message, code}}
@@ -21,9 +31,24 @@
 //                   {t:'fetch_result', id, req, ok:false, code, message}
 //                   {t:'storage_result', id, req, ok:true, json} | {t:'storage_result', id, req, ok:false, code, message}
 //                   {t:'task_result', id, req, ok:true, json} | {t:'task_result', id, req, ok:false, code, message}
+//                   {t:'boot', files}   (Python sandboxes, python_harness.js: the host-verified files)
 'use strict';
 const __taskyonStart = (() => {
-  const post = self.postMessage.bind(self);
+  // Built-ins the channel needs, captured before tool code can replace them.
+  const apply = Reflect.apply, freeze = Object.freeze, describe = Object.getOwnPropertyDescriptor;
+  const portPost = MessagePort.prototype.postMessage;
+  const setPortHandler = describe(MessagePort.prototype, 'onmessage').set;
+  const eventData = describe(MessageEvent.prototype, 'data').get;
+  const eventPorts = describe(MessageEvent.prototype, 'ports').get;
+  const stopEvent = Event.prototype.stopImmediatePropagation;
+  const addListener = EventTarget.prototype.addEventListener, removeListener = EventTarget.prototype.removeEventListener;
+  let port = null;
+  let early = [];  // posted before the port arrived
+  const post = (msg) => {
+    if (port === null) early[early.length] = msg;
+    else apply(portPost, port, [msg]);
+  };
+  let onBoot = null;  // python_harness.js's handler of {t: 'boot'}
   const ResponseCtor = self.Response, HeadersCtor = self.Headers, RequestCtor = self.Request;
   const stringify = JSON.stringify, StringCtor = String;
   const LOG_TEXT_MAX = 4096;
@@ -124,7 +149,7 @@ const __taskyonStart = (() => {
         post({ t: 'storage', id: call.id, req, op, key, json });
       });
     };
-    return Object.freeze({
+    return freeze({
       get: (key) => ask('get', key),
       set: (key, value) => ask('set', key, value),
       delete: (key) => ask('delete', key),
@@ -182,7 +207,7 @@ const __taskyonStart = (() => {
   async function onCall(d) {
     const call = { id: d.id, ended: false, waiting: new Map(), nextReq: 1, logs: 0 };
     current = call;
-    const context = Object.freeze({
+    const context = freeze({
       fetch: fetchFor(call), storage: storageFor(call), callId: d.id,
       createSubtasksResult: (drafts) => treeRequest(call, 'createSubtasksResult', { drafts }),
       resolveInvocation: (name) => treeRequest(call, 'resolveInvocation', { name: StringCtor(name) }),
@@ -204,13 +229,31 @@ const __taskyonStart = (() => {
     post(msg);
   }
 
-  self.addEventListener('message', (event) => {
-    const d = event.data;
+  function onHostMessage(event) {
+    const d = apply(eventData, event, []);
     if (d === null || typeof d !== 'object') return;
     if (d.t === 'call') onCall(d);
     else if (d.t === 'fetch_result') onFetchResult(d);
     else if (d.t === 'storage_result' || d.t === 'task_result') onJsonResult(d);
-  });
+    else if (d.t === 'boot' && onBoot !== null) { const boot = onBoot; onBoot = null; boot(d); }
+  }
+
+  // The first message: the harness's port. Captured before any listener tool code adds (this
+  // one is registered first, capturing, and stops the event), so tool code never sees it.
+  function onChannel(event) {
+    const d = apply(eventData, event, []);
+    const ports = apply(eventPorts, event, []);
+    if (port !== null || d === null || typeof d !== 'object' || d.t !== 'channel' || ports.length !== 1) return;
+    apply(stopEvent, event, []);
+    apply(removeListener, self, ['message', onChannel, true]);
+    port = ports[0];
+    apply(setPortHandler, port, [onHostMessage]);
+    if (d.expose === true) self.__taskyonHarnessPort = port;  // a host test mode only (SandboxHost testing.exposeHarnessPort)
+    const waiting = early;
+    early = null;
+    for (let i = 0; i < waiting.length; i++) apply(portPost, port, [waiting[i]]);
+  }
+  apply(addListener, self, ['message', onChannel, true]);
 
   const start = (fn) => {
     if (typeof fn !== 'function') throw new TypeError('the tool code must be a function expression');
@@ -219,5 +262,6 @@ const __taskyonStart = (() => {
     post({ t: 'ready' });
   };
   start.log = logLine;  // the Python harness's output, under the same cap
+  start.onBoot = (fn) => { onBoot = fn; };  // the Python harness's boot, on the harness's port
   return start;
 })();

@@ -23,7 +23,7 @@
 //
 // Nothing here is a boundary: Python reaches all of this realm through `js`.
 // The boundaries are the opaque origin and the CSP (no connect-src, no eval).
-const __taskyonPython = (code) => {
+const __taskyonPython = (code, wheels) => {
   const INDEX = 'https://pyodide.invalid/';  // never fetched: every URL under it is answered from the bytes
   const createUrl = URL.createObjectURL, BlobCtor = Blob, ResponseCtor = Response, StringCtor = String;
   const fail = (message) => { setTimeout(() => { throw new Error('python boot: ' + message); }); };
@@ -47,10 +47,8 @@ const __taskyonPython = (code) => {
     if (line === '') buffered[level] += '\n';
   };
 
-  self.addEventListener('message', async function onBoot(event) {
-    const d = event.data;
-    if (d === null || typeof d !== 'object' || d.t !== 'boot') return;
-    self.removeEventListener('message', onBoot);
+  // The files come on the harness's own port (harness.js), never on the worker's global channel.
+  __taskyonStart.onBoot(async (d) => {
     try {
       const files = d.files;
       const text = (name) => new TextDecoder().decode(files[name]);
@@ -84,25 +82,89 @@ const __taskyonPython = (code) => {
       } finally {
         self.fetch = before;
       }
-      // Packages: none are shipped verified yet, and the loader must never fetch one. Its public
-      // methods and the internal package manager behind pyodide._api (loadPackage,
-      // loadBinaryFile: what the public ones call) refuse, pinned on the instances and their
+      // Packages: only the wheels the host verified (`wheels`, their bytes in `files`), installed
+      // from those bytes; nothing is ever fetched for a package. pyodide.loadPackage and
+      // loadPackagesFromImports (and micropip.install, below) are checked ones that take a shipped wheel's name
+      // (PEP 503: case, '-', '_', '.' alike) and refuse anything else (another name, a URL);
+      // the internal package manager behind pyodide._api (loadPackage, loadBinaryFile: what the
+      // originals call, and they would fetch) refuses. All pinned on the instances and their
       // prototypes. Bytes a tool fetches itself through a granted context.fetch are data the
       // tool may still unpack and run, like any code it fetches: the boundary is the grant.
-      const refuse = () => { throw new Error('packages are not available in this sandbox (no verified wheels are shipped)'); };
-      const pinRefused = (object, names) => {
+      const shipped = new Map(Object.entries(wheels || {}));
+      const names = () => [...shipped.keys()].join(', ') || 'none';
+      const normalize = (n) => StringCtor(n).toLowerCase().replace(/[-_.]+/g, '-');
+      const unpackArchive = pyodide.unpackArchive;
+      const sitePackages = pyodide.runPython('import sysconfig\nsysconfig.get_paths()["purelib"]');
+      const invalidateCaches = pyodide.runPython('import importlib\nimportlib.invalidate_caches');
+      const findImports = pyodide.runPython('from pyodide.code import find_imports\nfind_imports');
+      const installed = new Map();  // normalized name -> what loadPackage answers for it
+      const check = (name) => {
+        const key = typeof name === 'string' && !/[/:]/.test(name) ? normalize(name) : '';
+        if (!shipped.has(key)) {
+          throw new Error(`package ${JSON.stringify(StringCtor(name))} is not a verified wheel of this host: the browser Python sandbox installs only ${names()} (bytes checked by SHA-256 in the host page); nothing is fetched`);
+        }
+        return key;
+      };
+      const install = (key) => {
+        const w = shipped.get(key);
+        if (!installed.has(key)) {
+          unpackArchive.call(pyodide, new Uint8Array(files[w.file].slice(0)), 'wheel', { extractDir: sitePackages });
+          installed.set(key, Object.freeze({ name: key, version: w.version, fileName: w.file, packageType: 'package' }));
+        }
+        return installed.get(key);
+      };
+      const asList = (v) => (v && typeof v.toJs === 'function' ? v.toJs() : v);
+      const loadPackage = async function loadPackage(request) {
+        const list = asList(request);
+        const all = typeof list === 'string' ? [list] : Array.isArray(list) ? list : null;
+        if (all === null) throw new TypeError('loadPackage: a wheel name or a list of names');
+        const keys = all.map(check);  // every name checked first: a refused name installs nothing
+        const out = keys.map(install);
+        invalidateCaches();
+        return out;
+      };
+      const loadPackagesFromImports = async function loadPackagesFromImports(code) {
+        const wanted = new Set(asList(findImports(StringCtor(code))));
+        const hits = [...shipped].filter(([, w]) => w.imports.some((m) => wanted.has(m))).map(([n]) => n);
+        return hits.length ? loadPackage(hits) : [];
+      };
+      // `import micropip` is this: install(REQUIREMENTS) takes `NAME` or `NAME==VERSION` of a
+      // shipped wheel (its one version) and installs through the checked loadPackage; a URL, a
+      // file name, another specifier or version is refused before anything is installed.
+      // list() answers the installed wheels. Nothing here reaches PyPI or any index.
+      const requirement = (r) => {
+        const m = /^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:==\s*([A-Za-z0-9.!+_-]+))?\s*$/.exec(StringCtor(r));
+        const key = m ? check(m[1]) : check(StringCtor(r));
+        if (m && m[2] !== undefined && m[2] !== shipped.get(key).version) {
+          throw new Error(`micropip: ${m[1]}==${m[2]} is not shipped: this host verifies ${key} ${shipped.get(key).version} only`);
+        }
+        return key;
+      };
+      const micropip = {
+        install: async (requirements) => {
+          const list = asList(requirements);
+          const all = typeof list === 'string' ? [list] : Array.isArray(list) ? list : null;
+          if (all === null) throw new TypeError('micropip.install: a requirement or a list of requirements');
+          await loadPackage(all.map(requirement));
+        },
+        list: () => Object.fromEntries([...installed].map(([k, v]) => [k, { name: k, version: v.version, source: 'verified wheel ' + v.fileName }])),
+      };
+      pyodide.registerJsModule('micropip', micropip);
+      const refuse = () => { throw new Error(`the internal package loader is not available in this sandbox: pyodide.loadPackage installs the verified wheels (${names()})`); };
+      const pin = (object, methods) => {
         for (let o = object; o && o !== Object.prototype; o = Object.getPrototypeOf(o)) {
-          for (const name of names) {
+          for (const [name, value] of Object.entries(methods)) {
             if (!Object.prototype.hasOwnProperty.call(o, name)) continue;
-            try { Object.defineProperty(o, name, { value: refuse, writable: false, configurable: false }); } catch { /* already pinned */ }
+            try { Object.defineProperty(o, name, { value, writable: false, configurable: false }); } catch { /* already pinned */ }
           }
         }
       };
-      pinRefused(pyodide, ['loadPackage', 'loadPackagesFromImports']);
+      const refused = (list) => Object.fromEntries(list.map((n) => [n, refuse]));
+      pin(pyodide, { loadPackage, loadPackagesFromImports });
       const api = pyodide._api;
       if (api) {
-        pinRefused(api, ['loadBinaryFile', 'loadPackage', 'install', 'installPackage']);
-        if (api.packageManager) pinRefused(api.packageManager, ['loadPackage', 'loadPackagesFromImports', 'loadBinaryFile', 'downloadPackage', 'installPackage', 'install']);
+        pin(api, refused(['loadBinaryFile', 'loadPackage', 'install', 'installPackage']));
+        if (api.packageManager) pin(api.packageManager, refused(['loadPackage', 'loadPackagesFromImports', 'loadBinaryFile', 'downloadPackage', 'installPackage', 'install']));
       }
       // The result as JSON text made by Python's json (None -> null, no lossy proxies); not JSON -> a tool error.
       const scope = pyodide.toPy({});
@@ -181,6 +243,9 @@ _taskyon_context`, { globals: scope });
         return callFetch(input, init);
       };
       self.fetch = stableFetch;
+      // The tool's own imports of a shipped wheel are installed before its first call, as
+      // Pyodide's console does: `import taskyon_tabular` needs no loadPackage first.
+      let imported = null;
       __taskyonStart(async (args, context) => {
         callFetch = context.fetch;
         self.fetch = stableFetch;  // harness.js set this call's context.fetch; the stable one dispatches to it
@@ -189,6 +254,7 @@ _taskyon_context`, { globals: scope });
         globals.set('context', pyContext);
         pyContext.destroy();
         try {
+          await (imported ??= loadPackagesFromImports(code));
           const value = await pyodide.runPythonAsync(code, { globals, filename: '<tool>' });
           const out = parse(toJson(value));
           if (value && typeof value.destroy === 'function') value.destroy();

@@ -11,6 +11,9 @@
 //   strict fetch (with --tycli PATH) a warm call making one strict-mode fetch (page -> the page
 //               server's relay -> tycli serve's /v1/fetch, decided and audited -> an HTTPS
 //               upstream on loopback) vs this script's own POST /v1/fetch to the same server.
+//   server run  (with --tycli PATH) a warm call as a run of tycli serve (server.js: POST /v1/runs,
+//               the call in the page's retained sandbox, POST /v1/runs/{run}/result, stored) vs the
+//               same warm call with no server (the page's own record only), alternated.
 //   node browser/tests/bench.mjs [--iterations N] [--tycli PATH]
 import { listen, startHostServer } from './servers.mjs';
 import { startStrict, STRICT_CODE } from './strict.mjs';
@@ -94,6 +97,26 @@ if (strict) {
     h.close();
     return { ms };
   }, { M, token: strict.token, revision: strict.revisions.getter, code: STRICT_CODE, url });
+  strictFig.run = await page.evaluate(async ({ M, token }) => {
+    const t = window.taskyon;
+    const code = '({n}) => n + 1';
+    await fetch('/serve/v1/tools?activate=1', { method: 'POST', headers: { Authorization: 'Bearer ' + token },
+      body: JSON.stringify({ name: 'inc', description: 'bench', parameters: { type: 'object' }, execution: 'sandboxed-code', runtime: 'javascript', code }) });
+    const server = new t.server.ServerRuns({ token, base: '/serve' });
+    const h = new t.SandboxHost({ egress: server.egress(), ...server.capabilities() });
+    const started = await server.call(h, { tool: 'inc', args: { n: 0 } });  // the revision the plain calls use too
+    const revision = started.record.tool.revision;
+    const viaServer = async () => { const r = await server.call(h, { tool: 'inc', args: { n: 1 } }); if (!r.ok || r.record.status !== 'ok') throw new Error('run failed'); };
+    const plain = async () => { const r = await h.call({ tool: 'inc', revision, code, args: { n: 1 } }); if (!r.ok) throw new Error('call failed'); };
+    let a = 0, b = 0;
+    for (let k = 0; k < 3; k++) { await viaServer(); await plain(); }
+    for (let k = 0; k < M; k++) {  // alternated: the machine's load falls on both alike
+      let x = performance.now(); await viaServer(); a += performance.now() - x;
+      x = performance.now(); await plain(); b += performance.now() - x;
+    }
+    h.close();
+    return { ms: a / M, plainMs: b / M };
+  }, { M, token: strict.token });
   const agent = new http.Agent({ keepAlive: true });
   const body = JSON.stringify({ revision: strict.revisions.getter, url, method: 'GET' });
   const post = () => new Promise((resolve, reject) => {
@@ -124,4 +147,5 @@ console.log(`  warm call round trip                ${f(figures.warmMs)} ms  = ${
 console.log(`  warm call vs cold sandbox           1 : ${(figures.coldMs / figures.warmMs).toFixed(0)}`);
 if (strictFig) {
   console.log(`  strict fetch call (means of ${strictFig.n})   ${f(strictFig.ms)} ms  = ${(strictFig.ms / strictFig.plainMs).toFixed(1)}x a plain client's POST /v1/fetch (${f(strictFig.plainMs)} ms), ${(strictFig.ms / figures.warmMs).toFixed(0)}x the warm call`);
+  console.log(`  warm call as a server run (means)   ${f(strictFig.run.ms)} ms  = ${(strictFig.run.ms / strictFig.run.plainMs).toFixed(1)}x the same warm call with no server (${f(strictFig.run.plainMs)} ms)`);
 }

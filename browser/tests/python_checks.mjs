@@ -125,12 +125,15 @@ export function pythonChecks(t) {
       return `42 from Python ${r.logs[0]?.text.split(' ')[1]} in a data: module worker, origin "null"; CSP ${csp.replace(/sha256-[^']+/, 'sha256-…')}`;
     }, 'python'],
 
-    ['B6', 'tampered_core_file_refuses_to_start', 'one changed byte in any core file (loader, core module, wasm, stdlib, lock) refuses to start, naming the file; no sandbox is created', async ({ page, hostUrl }) => {
-      const names = ['pyodide.mjs', 'pyodide.asm.mjs', 'pyodide.asm.wasm', 'python_stdlib.zip', 'pyodide-lock.json'];
+    ['B6', 'tampered_core_file_refuses_to_start', 'one changed byte in any core file (loader, core module, wasm, stdlib, lock) or shipped wheel refuses to start, naming the file; no sandbox is created', async ({ page, hostUrl }) => {
+      const core = ['pyodide.mjs', 'pyodide.asm.mjs', 'pyodide.asm.wasm', 'python_stdlib.zip', 'pyodide-lock.json'];
+      const wheels = await page.evaluate(() => Object.values(window.taskyon.PYODIDE_MANIFEST.wheels).map((w) => w.file));
+      expect(wheels.length > 0, 'no wheel in the manifest');
+      const files = [...core.map((n) => [n, '**/node_modules/pyodide/' + n]), ...wheels.map((n) => [n, '**/wheels/' + n])];
       const seen = [];
-      for (const name of names) {
+      for (const [name, where] of files) {
         await page.unrouteAll({ behavior: 'wait' });
-        await page.route('**/node_modules/pyodide/' + name, async (route) => {
+        await page.route(where, async (route) => {
           try {
             const resp = await route.fetch();
             const body = Buffer.from(await resp.body());
@@ -179,13 +182,15 @@ export function pythonChecks(t) {
           await c.put(req, new Response(new Uint8Array([1, 2, 3])));
           swapped++;
         }
-        const before = performance.getEntriesByType('resource').filter((e) => e.name.includes('/node_modules/pyodide/')).length;
+        const fetched = () => performance.getEntriesByType('resource').filter((e) => /\/node_modules\/pyodide\/|\/wheels\//.test(e.name)).length;
+        const before = fetched();
         await t.loadPyodideFiles(base);
-        const after = performance.getEntriesByType('resource').filter((e) => e.name.includes('/node_modules/pyodide/')).length;
+        const after = fetched();
         return { swapped, refetched: after - before };
       });
-      expect(r.swapped === 5 && r.refetched === 5, 'the swapped cache entries were used: ' + JSON.stringify(r));
-      return `5 cache entries swapped for other bytes: all 5 refused on reading and fetched (and verified) again`;
+      const n = await page.evaluate(() => Object.keys(window.taskyon.PYODIDE_MANIFEST.files).length + Object.keys(window.taskyon.PYODIDE_MANIFEST.wheels).length);
+      expect(r.swapped === n && r.refetched === n, `the swapped cache entries were used (${n} files): ` + JSON.stringify(r));
+      return `${n} cache entries (core files and wheels) swapped for other bytes: all refused on reading and fetched (and verified) again`;
     }],
 
     ['B6', 'js_bridge_escapes_blocked', 'from Python: run_js, js.eval, Function via fetch/Response/console constructors, pyodide internals, host globals, XHR, WebSocket, workers, urllib, socket are blocked; js.fetch and pyfetch reach only the host policy; the canary sees 0 requests', async ({ page, canary }) => {
@@ -228,36 +233,65 @@ except Exception as e:
       return `calls 1 and 2 in sandbox ${rs[0].sandbox}: pyfetch -> the host policy both times (${rs[1].value.slice(0, 60)})`;
     }, 'python'],
 
-    ['B6', 'load_package_refused', 'loadPackage / micropip are refused with a clear error (no verified wheels are shipped), and so are the internal package manager\'s loadPackage and loadBinaryFile behind pyodide._api, on the instance and its prototype; nothing is fetched, the policy never asked', async ({ page, canary }) => {
+    ['B6', 'packages_only_from_verified_wheels', 'the shipped wheel (taskyon-tabular, its SHA-256 pinned in the manifest and checked in the host page) installs from its verified bytes by loadPackage and micropip.install and runs; another name, a URL, another version or a list holding one refuses before anything installs, and so do the internal package manager\'s loadPackage and loadBinaryFile behind pyodide._api (instance and prototype); nothing is fetched, the policy never asked', async ({ page, canary }) => {
       await pythonHost(page);
       canaryLog.length = 0;
       const seenBefore = await page.evaluate(() => window.seen.length);
-      const r = await run(page, `import pyodide_js
+      const r = await run(page, `import pyodide_js, importlib.util
 out = {}
 async def attempt(name, f):
     try:
         await f()
         out[name] = 'loaded'
     except Exception as e:
-        out[name] = str(e)[:200]
+        out[name] = str(e)[:240]
 u = args['u']
 api = pyodide_js._api
-await attempt('loadPackage', lambda: pyodide_js.loadPackage('micropip'))
+await attempt('other', lambda: pyodide_js.loadPackage('numpy'))
+await attempt('url', lambda: pyodide_js.loadPackage(u + '/whl/taskyon_tabular-1.0.0-py3-none-any.whl'))
+await attempt('mixed', lambda: pyodide_js.loadPackage(['taskyon-tabular', 'evil']))
+out['mixed_installed_nothing'] = importlib.util.find_spec('taskyon_tabular') is None
 await attempt('managerLoadPackage', lambda: api.packageManager.loadPackage(u + '/whl/evil-1.0-py3-none-any.whl'))
 await attempt('prototypeLoadPackage', lambda: api.packageManager.constructor.prototype.loadPackage.call(api.packageManager, u + '/whl/e2-1.0-py3-none-any.whl'))
 await attempt('loadBinaryFile', lambda: api.loadBinaryFile(u + '/whl/bin'))
-try:
-    import micropip
-    out['micropip'] = 'imported'
-except Exception as e:
-    out['micropip'] = type(e).__name__
+import micropip
+await attempt('micropip_other', lambda: micropip.install('requests'))
+await attempt('micropip_version', lambda: micropip.install('taskyon-tabular==2.0.0'))
+await attempt('micropip_url', lambda: micropip.install(u + '/taskyon_tabular-1.0.0-py3-none-any.whl'))
+out['refusals_installed_nothing'] = importlib.util.find_spec('taskyon_tabular') is None
+await attempt('micropip', lambda: micropip.install('Taskyon_Tabular==1.0.0'))
+await attempt('loadPackage', lambda: pyodide_js.loadPackage('taskyon.tabular'))
+import taskyon_tabular
+out['summary'] = taskyon_tabular.summarize(taskyon_tabular.parse_csv('a,n\\nx,2\\ny,40'), 'n')
+out['list'] = sorted(micropip.list().to_py().keys())
 `, { u: canary });
       const v = r.value || {};
-      const refusals = ['loadPackage', 'managerLoadPackage', 'prototypeLoadPackage', 'loadBinaryFile'];
-      expect(r.ok && refusals.every((k) => /no verified wheels/.test(v[k])) && v.micropip === 'ModuleNotFoundError', 'got ' + JSON.stringify(r.value ?? r.error));
+      const refusedName = ['other', 'url', 'mixed', 'micropip_other', 'micropip_url'];
+      const refusedApi = ['managerLoadPackage', 'prototypeLoadPackage', 'loadBinaryFile'];
+      expect(r.ok, 'the probe failed: ' + JSON.stringify(r.error));
+      expect(refusedName.every((k) => /is not a verified wheel of this host: the browser Python sandbox installs only taskyon-tabular/.test(v[k])), 'a name was not refused: ' + JSON.stringify(v));
+      expect(refusedApi.every((k) => /internal package loader is not available/.test(v[k])), 'the internal package manager: ' + JSON.stringify(v));
+      expect(/taskyon-tabular==2\.0\.0 is not shipped/.test(v.micropip_version), 'another version: ' + v.micropip_version);
+      expect(v.mixed_installed_nothing === true && v.refusals_installed_nothing === true, 'a refused request installed something: ' + JSON.stringify(v));
+      expect(v.micropip === 'loaded' && v.loadPackage === 'loaded' && v.summary?.count === 2 && v.summary?.sum === 42, 'the verified wheel: ' + JSON.stringify(v));
+      expect(JSON.stringify(v.list) === '["taskyon-tabular"]', 'micropip.list: ' + JSON.stringify(v.list));
       const asked = await page.evaluate((n) => window.seen.slice(n), seenBefore);
       expect(canaryLog.length === 0 && asked.length === 0, 'fetched: canary ' + canaryLog.length + ', policy asked for ' + JSON.stringify(asked));
-      return `loadPackage: "${v.loadPackage}"; the package manager and loadBinaryFile refused alike; import micropip: ${v.micropip}`;
+      return `taskyon-tabular 1.0.0 installed from verified bytes (micropip.install, loadPackage), summarize -> sum ${v.summary.sum}; refused: "${v.other.slice(0, 70)}…", a URL, a list with one unknown name, ==2.0.0, the internal manager and loadBinaryFile; canary 0, policy never asked`;
+    }, 'python'],
+
+    ['B6', 'tool_imports_install_verified_wheels', 'a Python tool whose own code imports a shipped wheel\'s module gets it installed from the verified bytes before its first call (no loadPackage); an import of a package that is not shipped is ModuleNotFoundError, nothing fetched', async ({ page }) => {
+      await pythonHost(page);
+      canaryLog.length = 0;
+      const seenBefore = await page.evaluate(() => window.seen.length);
+      const code = "import taskyon_tabular\nfrom taskyon_tabular import parse_csv\n{'sum': taskyon_tabular.summarize(parse_csv(args['csv']), 'n')['sum'], 'version': taskyon_tabular.__version__}";
+      const r = await py(page, { revision: 'r-wheel-import', code, args: { csv: 'n\n40\n2' }, disposable: true });
+      const missing = await run(page, "try:\n    import requests\n    out = 'imported'\nexcept ModuleNotFoundError as e:\n    out = 'ModuleNotFoundError: ' + str(e)");
+      expect(r.ok && r.value.sum === 42 && r.value.version === '1.0.0', 'the importing tool: ' + JSON.stringify(r.ok ? r.value : r.error));
+      expect(missing.ok && /^ModuleNotFoundError/.test(missing.value), 'import requests: ' + JSON.stringify(missing.value ?? missing.error));
+      const asked = await page.evaluate((n) => window.seen.slice(n), seenBefore);
+      expect(canaryLog.length === 0 && asked.length === 0, 'fetched: canary ' + canaryLog.length + ', policy asked for ' + JSON.stringify(asked));
+      return `import taskyon_tabular -> sum ${r.value.sum} (version ${r.value.version}) with no loadPackage; import requests: ${missing.value.slice(0, 60)}`;
     }, 'python'],
 
     ['S4', 'python_output_floods_keep_the_sandbox', 'a Python print flood (1500 prints, one print of 1200 lines) is carried in log messages of up to 4000 characters under the 1000-message cap, never a protocol violation: the call returns and the sandbox is kept; a result nested deeper than 512 levels (json.dumps replaced) and an integer result beyond 2**53 are tool errors, the sandbox kept', async ({ page }) => {

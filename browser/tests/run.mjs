@@ -424,10 +424,41 @@ const checks = [
     return `destroyed: ${e.detail}`;
   }],
 
+  ['S2', 'page_leftover_code_cannot_speak_for_a_later_call', 'code a call leaves in its retained sandbox never sees a later call\'s message (the harness\'s own port) and cannot speak for it: its self.postMessage of a well-formed request naming the running call destroys the sandbox before anything is decided', async (env) => {
+    const { page } = env;
+    await page.evaluate(() => {
+      if (window.h) window.h.close();
+      window.decided = 0;
+      window.h = new window.taskyon.SandboxHost({ tasks: async () => { window.decided++; return { ok: true, json: '[]', created: 0 }; } });
+    });
+    const LEAKY = `async ({mode}, context) => {
+      if (mode === 'plant') {
+        self.__seen = [];
+        self.addEventListener('message', (e) => { self.__seen.push('capture:' + (e.data && e.data.t)); }, true);
+        self.addEventListener('message', (e) => { self.__seen.push('bubble:' + (e.data && e.data.t)); });
+        self.onmessage = (e) => { self.__seen.push('on:' + (e.data && e.data.t)); };
+        return 'planted';
+      }
+      if (mode === 'look') { await new Promise((r) => setTimeout(r, 50)); return self.__seen.slice(); }
+      self.postMessage({ t: 'task', id: context.callId, req: 1000, op: 'createSubtasksResult',
+        json: JSON.stringify({ drafts: [{ role: 'assistant', content: { message: 'spoken for this call' } }] }) });
+      return new Promise(() => {});
+    }`;
+    const c = (mode) => call(page, { tool: 'leaky', revision: 'r-leaky', code: LEAKY, args: { mode } });
+    const planted = await c('plant'), look = await c('look'), speak = await c('speak');
+    expect(planted.ok && look.ok && look.sandbox === planted.sandbox, 'the retained calls: ' + JSON.stringify([planted, look]));
+    expect(Array.isArray(look.value) && look.value.length === 0, 'leftover listeners saw ' + JSON.stringify(look.value));
+    const e = destroyed(await hostLog(page), speak.sandbox);
+    expect(!speak.ok && speak.error.code === 'protocol_error' && e && /forged_message/.test(e.detail), 'the spoken request: ' + JSON.stringify([speak.error, e]));
+    const decided = await page.evaluate(() => window.decided);
+    expect(decided === 0, `the page decided ${decided} request(s) of the forged message`);
+    return `listeners planted in call 1 (capture, bubble, onmessage) saw nothing of call 2; a self.postMessage naming call 3 destroyed it (${e.detail.slice(0, 60)}…), 0 decisions`;
+  }],
+
   ['B3', 'second_port_destroys', 'a message carrying a second MessagePort destroys the sandbox', async (env) => {
     const { page } = env;
-    await newHost(page);
-    const r = await call(page, { tool: 't', revision: 'r1', code: "() => { const c = new MessageChannel(); self.postMessage({t: 'ready'}, [c.port2]); return new Promise(() => {}); }" });
+    await newHost(page, { testing: { exposeHarnessPort: true } });  // on the harness's own port: the host's validation decides
+    const r = await call(page, { tool: 't', revision: 'r1', code: "() => { const c = new MessageChannel(); self.__taskyonHarnessPort.postMessage({t: 'ready'}, [c.port2]); return new Promise(() => {}); }" });
     const e = destroyed(await hostLog(page), r.sandbox);
     expect(!r.ok && e && e.reason === 'protocol_error', 'not destroyed: ' + JSON.stringify(r));
     return `destroyed: ${e.detail}`;
@@ -459,13 +490,13 @@ const checks = [
     return `destroyed: ${e.detail}`;
   }],
 
-  ['B3', 'oversized_or_misshaped_destroys', 'an oversized result, a stale call id and an extra field each destroy the sandbox', async (env) => {
+  ['B3', 'oversized_or_misshaped_destroys', 'an oversized result, a stale call id and an extra field on the harness\'s own port (test mode: exposed to tool code) each destroy the sandbox', async (env) => {
     const { page } = env;
-    await newHost(page);
+    await newHost(page, { testing: { exposeHarnessPort: true } });
     const cases = {
-      oversized: "() => { self.postMessage({t: 'log', id: 1, level: 'log', text: 'x'.repeat(5000)}); return new Promise(() => {}); }",
-      stale_id: "() => { self.postMessage({t: 'log', id: 99, level: 'log', text: 'x'}); return new Promise(() => {}); }",
-      extra_field: "() => { self.postMessage({t: 'log', id: 1, level: 'log', text: 'x', admin: true}); return new Promise(() => {}); }",
+      oversized: "() => { self.__taskyonHarnessPort.postMessage({t: 'log', id: 1, level: 'log', text: 'x'.repeat(5000)}); return new Promise(() => {}); }",
+      stale_id: "() => { self.__taskyonHarnessPort.postMessage({t: 'log', id: 99, level: 'log', text: 'x'}); return new Promise(() => {}); }",
+      extra_field: "() => { self.__taskyonHarnessPort.postMessage({t: 'log', id: 1, level: 'log', text: 'x', admin: true}); return new Promise(() => {}); }",
     };
     const out = [];
     for (const [name, code] of Object.entries(cases)) {
@@ -753,7 +784,8 @@ const checks = [
     await page.evaluate(() => {
       if (window.h) window.h.close();
       window.asked = [];
-      window.h = new window.taskyon.SandboxHost({ decide: async (r) => { window.asked.push(r.headers); return { allow: false, code: 'refused_by_check', message: 'x' }; } });
+      window.h = new window.taskyon.SandboxHost({ decide: async (r) => { window.asked.push(r.headers); return { allow: false, code: 'refused_by_check', message: 'x' }; },
+        testing: { exposeHarnessPort: true } });
     });
     canaryLog.length = 0;
     const r = await call(page, { tool: 'f', revision: 'r-hdr', args: { u: env.canary + '/p/hdr' }, code: `async ({u}, context) => {
@@ -761,12 +793,13 @@ const checks = [
       for (const h of ['Cookie', 'Origin', 'Sec-Fetch-Site', 'Host', 'Proxy-Authorization', 'Content-Length', 'X-Fine']) {
         try { await fetch(u, { headers: { [h]: 'v' } }); out[h] = 'fetched'; } catch (e) { out[h] = e.code; }
       }
-      // Raw requests past the harness's Headers (tool code can post anything): answered, not fatal.
+      // Raw requests past the harness's Headers, on its own port (test mode): answered, not fatal.
+      const port = self.__taskyonHarnessPort;
       const raw = (req, method, headers) => new Promise((resolve) => {
-        self.addEventListener('message', function on(e) {
-          if (e.data && e.data.t === 'fetch_result' && e.data.req === req) { self.removeEventListener('message', on); resolve(e.data.code); }
+        port.addEventListener('message', function on(e) {
+          if (e.data && e.data.t === 'fetch_result' && e.data.req === req) { port.removeEventListener('message', on); resolve(e.data.code); }
         });
-        self.postMessage({ t: 'fetch', id: context.callId, req, url: u, method, headers, body: null });
+        port.postMessage({ t: 'fetch', id: context.callId, req, url: u, method, headers, body: null });
       });
       out.crlf = await raw(1001, 'GET', [['x-a', 'b\\r\\nCookie: c']]);
       out.name = await raw(1002, 'GET', [['bad name', 'v']]);
@@ -937,6 +970,109 @@ const checks = [
     expect(!seen.value.includes(s.token) && !seen.value.includes('/page/'), 'tool code saw the page URL: ' + seen.value);
     expect(strict.upstreamLog.length === 1, 'the upstream saw ' + strict.upstreamLog.length);
     return `the page at /page/<token>/tests/page.html, strict fetch through its own origin's /v1/fetch: 200; tool code saw ${seen.value}`;
+  }],
+
+  ['B8', 'page_runs_in_the_server_store', 'a page using the server\'s store (server.js ServerRuns) runs the code the server pinned; the tool\'s storage and tree requests are the server\'s decisions (storage denied until `tycli grant storage`, subtasks compiled as children of the server\'s call task); call, subtasks and result (runtime browser) are in the server\'s store, so tycli task tree, audit and sandbox log show what the browser did; a run takes no request after its result', async (env) => {
+    const { page } = env;
+    const s = await strictEnv();
+    const PLANNER = `async ({n}, context) => {
+  const out = {};
+  try { await context.storage.set('k', {n}); out.set = 'ok'; } catch (e) { out.set = e.code; }
+  try { out.got = await context.storage.get('k'); } catch (e) { out.got = e.code; }
+  const made = await context.createSubtasksResult([{role: 'assistant', content: {message: 'from the browser ' + n}}]);
+  out.made = made.length + ':' + String(made[0].id).split(':')[0];
+  out.resolved = Object.keys(await context.resolveInvocation('planner')).sort().join();
+  console.log('planner ran ' + n);
+  return out;
+}`;
+    const def = { name: 'planner', description: 'a browser run', parameters: { type: 'object', properties: { n: { type: 'integer' } }, required: ['n'] },
+      execution: 'sandboxed-code', runtime: 'javascript', code: PLANNER };
+    const stuck = { ...def, name: 'stuckrun', code: '() => { while (true) {} }', parameters: { type: 'object' } };
+    const r = await page.evaluate(async ({ token, def, stuck }) => {
+      const t = window.taskyon;
+      const install = async (d) => (await fetch('/serve/v1/tools', { method: 'POST', headers: { Authorization: 'Bearer ' + token }, body: JSON.stringify(d) })).json();
+      const revision = (await install(def)).revision;
+      const stuckRevision = (await install(stuck)).revision;
+      window.__token = token;
+      const server = new t.server.ServerRuns({ token, base: '/serve' });
+      if (window.h) window.h.close();
+      const host = new t.SandboxHost({ egress: server.egress(), ...server.capabilities(), onRecord: server.sandboxLog });
+      window.h = host;
+      const first = await server.call(host, { tool: 'planner', args: { n: 1 } });
+      const refusedArgs = await server.call(host, { tool: 'planner', args: { n: 'x' } });
+      return { revision, stuckRevision, first, refusedArgs };
+    }, { token: s.token, def, stuck });
+    expect(r.first.ok && r.first.value.set === 'denied' && r.first.value.got === 'denied', 'first run (no storage grant): ' + JSON.stringify(r.first.value ?? r.first.error));
+    expect(r.first.value.made === '1:hmac-sha256' && r.first.value.resolved === 'settings,tool', 'tree requests: ' + JSON.stringify(r.first.value));
+    expect(!r.refusedArgs.ok && r.refusedArgs.error.code === 'invalid_arguments' && r.refusedArgs.logs.length === 0, 'bad arguments ran: ' + JSON.stringify(r.refusedArgs));
+    s.cli(['grant', 'storage', 'planner']);
+    const second = await page.evaluate(async () => {
+      const server = new window.taskyon.server.ServerRuns({ token: window.__token, base: '/serve' });
+      return server.call(window.h, { tool: 'planner', args: { n: 2 } });
+    });
+    expect(second.ok && second.value.set === 'ok' && second.value.got?.n === 2, 'second run (granted): ' + JSON.stringify(second.value ?? second.error));
+    // What the CLI sees in the server's store.
+    const tree = s.cli(['task', 'tree', second.task])[0];
+    const result = tree.children.find((c) => c.role === 'tool');
+    const made = tree.children.find((c) => c.createdBy);
+    expect(tree.id === second.task && tree.toolRevision === r.revision && tree.state === 'Completed', 'the stored call: ' + JSON.stringify(tree).slice(0, 300));
+    expect(result && result.content.toolResult.runtime.kind === 'browser' && /Chrom/.test(result.content.toolResult.runtime.version) &&
+      result.content.toolResult.result.got.n === 2 && result.content.toolResult.logs[0].text === 'planner ran 2', 'the stored result: ' + JSON.stringify(result));
+    expect(made && made.content.message === 'from the browser 2' && made.createdBy.task === second.task, 'the stored subtask: ' + JSON.stringify(made));
+    const rows = audit().filter((x) => x.revision === r.revision).map((x) => `${x.capability}:${x.verdict}`);
+    expect(['storage.set:deny', 'storage.set:allow', 'createSubtasksResult:allow', 'resolveInvocation:allow'].every((x) => rows.includes(x)), 'server audit ' + rows.join());
+    // A stuck run: the page's sandbox is stopped at the timeout; the server stores the timeout and logs the destruction.
+    const stuckRun = await page.evaluate(async ({ token, ended }) => {
+      const server = new window.taskyon.server.ServerRuns({ token, base: '/serve' });
+      window.h.close();
+      window.h = new window.taskyon.SandboxHost({ egress: server.egress(), ...server.capabilities(), onRecord: server.sandboxLog });
+      const r = await server.call(window.h, { tool: 'stuckrun', timeoutMs: 300 });
+      const late = await fetch(`/serve/v1/runs/${encodeURIComponent(ended)}/requests`, { method: 'POST', headers: { Authorization: 'Bearer ' + token },
+        body: JSON.stringify({ op: 'storage.get', args: { key: 'k' } }) });
+      return { r, late: late.status };
+    }, { token: s.token, ended: second.run });
+    expect(!stuckRun.r.ok && stuckRun.r.error.code === 'timeout' && stuckRun.r.record.status === 'timeout', 'the stuck run: ' + JSON.stringify(stuckRun.r));
+    expect(stuckRun.late === 404, 'a request under a run whose result is stored: HTTP ' + stuckRun.late);
+    let logged = [];
+    for (let i = 0; i < 40 && !logged.length; i++, await sleep(100)) logged = s.cli(['sandbox', 'log']).filter((x) => x.revision === r.stuckRevision);
+    expect(logged.length === 1 && /^browser: timeout: sandbox \d+, session default/.test(logged[0].reason), 'the server\'s sandbox log: ' + JSON.stringify(logged));
+    const stuckTask = s.cli(['task', 'show', stuckRun.r.task]);
+    expect(stuckTask.state === 'Error' && stuckTask.runtime.kind === 'browser', 'the stuck call as stored: ' + JSON.stringify(stuckTask));
+    return `planner: storage denied, then allowed after tycli grant storage; task tree shows the call ${second.task.slice(0, 19)}… with its subtask and result (runtime ${result.content.toolResult.runtime.version}); server audit ${rows.length} rows; stuck run stored as timeout, sandbox log "${logged[0].reason.slice(0, 40)}…"`;
+  }],
+
+  ['B8', 'page_runs_record_the_hosts_word', 'what a run records is the host\'s word where the host knows: a tool that throws an error whose code is "cancelled" or "timeout" is stored as tool_error (the sandbox was kept), logs past the server\'s bounds are cut by the page with a note, and a result the server cannot take is stored as that refusal, never left to expire as a timeout', async (env) => {
+    const { page } = env;
+    const s = await strictEnv();
+    const tools = {
+      liar: '({code}) => { const e = new Error("not really"); e.code = code; throw e; }',
+      chatty: '() => { const l = "\\u0001".repeat(4000); for (let i = 0; i < 900; i++) console.log(l); return "fine"; }',
+      deep: '() => { let v = []; for (let i = 1; i < 512; i++) v = [v]; return v; }',
+    };
+    const r = await page.evaluate(async ({ token, tools }) => {
+      const t = window.taskyon;
+      for (const [name, code] of Object.entries(tools)) {
+        await fetch('/serve/v1/tools?activate=1', { method: 'POST', headers: { Authorization: 'Bearer ' + token },
+          body: JSON.stringify({ name, description: 'record check', parameters: { type: 'object' }, execution: 'sandboxed-code', runtime: 'javascript', code }) });
+      }
+      const server = new t.server.ServerRuns({ token, base: '/serve' });
+      if (window.h) window.h.close();
+      window.h = new t.SandboxHost({ egress: server.egress(), ...server.capabilities(), onRecord: server.sandboxLog });
+      const out = {};
+      for (const code of ['cancelled', 'timeout']) out[code] = await server.call(window.h, { tool: 'liar', args: { code } });
+      out.chatty = await server.call(window.h, { tool: 'chatty', timeoutMs: 5000 });
+      out.deep = await server.call(window.h, { tool: 'deep', timeoutMs: 5000 });
+      // Only what the check reads (a 511-deep value does not cross back to the test).
+      return Object.fromEntries(Object.entries(out).map(([k, v]) => [k, { ok: v.ok, task: v.task,
+        record: { status: v.record.status, error: v.record.error, logs: v.record.logs && v.record.logs.map((l) => ({ text: l.text.slice(0, 120) })) } }]));
+    }, { token: s.token, tools });
+    for (const code of ['cancelled', 'timeout']) {
+      expect(r[code].record.status === 'tool_error' && s.cli(['task', 'show', r[code].task]).state === 'Error', `a tool's ${code} code: ` + JSON.stringify(r[code].record));
+    }
+    expect(r.chatty.ok && r.chatty.record.status === 'ok' && r.chatty.record.logs.length <= 1000 && /dropped by the page/.test(r.chatty.record.logs.at(-1).text),
+      'chatty: ' + JSON.stringify({ status: r.chatty.record.status, error: r.chatty.record.error, logs: r.chatty.record.logs?.length }));
+    expect(r.deep.record.status === 'tool_error' && /refused by the server|cannot be stored/.test(r.deep.record.error.message), 'deep: ' + JSON.stringify(r.deep.record));
+    return `thrown codes cancelled/timeout stored as tool_error; ${r.chatty.record.logs.length} log entries kept of 900 (cut by the page); a 511-deep result: ${r.deep.record.error.message.slice(0, 70)}…`;
   }],
 ];
 

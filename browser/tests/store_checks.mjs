@@ -87,6 +87,46 @@ export function storeChecks({ expect, canaryLog, Skip, call }) {
       return `${got.join(', ')}; canary saw only the granted GET; audit deny, deny, allow, deny`;
     }],
 
+    ['M8', 'page_grant_prompt_while_the_fetch_waits', 'a page grant prompt (grantedDecider\'s ask, the CLI\'s --ask) is asked only for a request no grant covers, while the tool\'s fetch waits: once allows that request and stores nothing, always stores the grant for exactly (revision, origin, access), no or a failing prompt denies and nothing is sent; each answer is in the audit', async (env) => {
+      const { page } = env;
+      const { rev } = await storeHost(page);
+      const origin = env.canary;
+      canaryLog.length = 0;
+      await page.evaluate(() => {
+        const t = /** @type {any} */ (window).taskyon;
+        const allowAll = async (req) => ({ allow: true, origin: new URL(req.url).origin,
+          access: ['GET', 'HEAD'].includes(String(req.method).toUpperCase()) ? 'read' : 'write' });
+        window.questions = [];
+        window.answers = [];
+        const ask = async (q) => {
+          window.questions.push(q);
+          await new Promise((r) => setTimeout(r, 150));  // the user takes a moment: the fetch waits
+          const a = window.answers.shift();
+          if (a === 'throw') throw new Error('the prompt failed');
+          return a;
+        };
+        window.h.close();
+        window.h = new t.SandboxHost({ decide: t.store.grantedDecider(allowAll, window.store, { ask }), testing: { omitAddressSpace: true } });
+      });
+      const got = [];
+      for (const answer of ['once', 'no', 'throw', 'maybe', 'always', null]) {
+        await page.evaluate((a) => { if (a !== null) window.answers.push(a); }, answer);
+        const r = await fetchAs(page, rev, { u: origin + '/m/ask?' + answer });
+        got.push(r.ok ? r.value : 'call failed: ' + JSON.stringify(r.error));
+      }
+      expect(got.join() === 'fetched 200,CapabilityError:denied,CapabilityError:denied,CapabilityError:denied,fetched 200,fetched 200', 'answers ' + got.join());
+      const q = await page.evaluate(() => window.questions);
+      expect(q.length === 5 && q.every((x) => x.revision === rev && x.origin === origin && x.access === 'read' && x.tool === 'fetcher'),
+        'asked ' + JSON.stringify(q));  // the sixth request was granted: not asked
+      const seen = gets('/m/ask').map((e) => e.url);
+      expect(seen.join() === '/m/ask?once,/m/ask?always,/m/ask?null', 'the canary saw ' + JSON.stringify(seen));
+      const stored = await page.evaluate(async ([o, r]) => [await window.store.granted(r, o, 'read'), (await window.store.grants()).length], [origin, rev]);
+      expect(stored[0] === true && stored[1] === 1, 'grants after the prompts ' + JSON.stringify(stored));
+      const rows = (await page.evaluate((r) => window.store.auditRows(r), rev)).map((x) => `${x.verdict}:${x.reason.split(';')[0]}`);
+      expect(rows.join() === 'allow:asked: once,deny:asked: no,deny:asked: no,deny:asked: no,allow:asked: always,allow:granted', 'audit ' + rows.join());
+      return `once, no, a failing prompt, a bad answer, always, then no question: ${got.join(', ')}; one grant stored; audit ${rows.join(', ')}`;
+    }],
+
     ['M17', 'page_secrets_filled_host_side', 'a {{secret:NAME}} header placeholder is filled by the page from the store only for the granted origin; without the secret the request is denied and sent nowhere; tool code never holds the value', async (env) => {
       const { page } = env;
       const { rev, other } = await storeHost(page);

@@ -168,7 +168,9 @@ taskyon::Result<taskyon::json::Value> json_argument(const std::string& text, con
 }
 
 void print_json(const taskyon::json::Value& value) {
-  std::cout << value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+  // Tool text (logs, errors, audit targets, a page's sandbox log detail) may hold C1 controls
+  // and bidi format characters, which JSON leaves raw: escaped here, for every --json output.
+  std::cout << taskyon::escape_json_dump(value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)) << "\n";
 }
 
 std::string short_id(const std::string& id) { return id.size() > 19 ? id.substr(0, 19) : id; }

@@ -1,5 +1,5 @@
-// tycli module add|list|show: libraries tool code may require() (issue 17,
-// docs/modules.md). A module is stored once under the content id of its
+// tycli module add|list|show: libraries tool code may require() or import(),
+// and pure-Python wheels a Python tool names (issue 17, docs/modules.md). A module is stored once under the content id of its
 // record and never changes; a manifest names it by that id in `modules`.
 #include <iostream>
 #include <memory>
@@ -27,6 +27,7 @@ Value module_json(const store::ModuleSummary& m) {
   Value v = {{"id", m.id},       {"name", m.name},   {"version", m.version},     {"main", m.main},
              {"files", m.files}, {"bytes", m.bytes}, {"createdAt", m.created_at}};
   if (!m.integrity.empty()) v["integrity"] = m.integrity;
+  if (!m.kind.empty()) v["kind"] = m.kind;
   return v;
 }
 
@@ -48,6 +49,7 @@ int module_add(Globals& g, const ModuleAddArgs& a) {
                 {"created", added->created},
                 {"name", module->name},
                 {"version", module->version},
+                {"kind", module->kind.empty() ? std::string("npm") : module->kind},
                 {"main", module->main},
                 {"files", module->files.size()},
                 {"bytes", bytes},
@@ -58,9 +60,9 @@ int module_add(Globals& g, const ModuleAddArgs& a) {
                            added->created ? "added" : "already stored:", module->name, module->version, added->id,
                            module->files.size(), bytes, module->main,
                            module->skipped.empty() ? ""
-                                                   : fmt::format("; {} files left out (not .js/.cjs/.json, or "
-                                                                 "under node_modules/)",
-                                                                 module->skipped.size()),
+                           : fmt::format("; {} files left out ({})", module->skipped.size(),
+                                         module->kind.empty() ? "not .js/.cjs/.mjs/.json, or under node_modules/"
+                                                              : "under NAME-VERSION.data/: scripts, headers, data"),
                            module->name, added->id);
   return kExitOk;
 }
@@ -77,7 +79,7 @@ int module_list(Globals& g) {
     return kExitOk;
   }
   if (all->empty()) {
-    std::cout << "no modules (add one with `tycli module add PACKAGE.tgz|DIR|FILE.js`)\n";
+    std::cout << "no modules (add one with `tycli module add PACKAGE.tgz|DIR|FILE.js|WHEEL.whl`)\n";
     return kExitOk;
   }
   bool broken = false;
@@ -87,7 +89,8 @@ int module_list(Globals& g) {
       broken = true;
       continue;
     }
-    std::cout << fmt::format("{}  {}@{}  {} files, {} bytes\n", table_id(g, m.id), m.name, m.version, m.files, m.bytes);
+    std::cout << fmt::format("{}  {}@{}  {} files, {} bytes{}\n", table_id(g, m.id), m.name, m.version, m.files, m.bytes,
+                             m.kind.empty() ? "" : "  (" + m.kind + ")");
   }
   return broken ? kExitEnvironment : kExitOk;
 }
@@ -107,6 +110,7 @@ int module_show(Globals& g, const std::string& ref) {
     return kExitOk;
   }
   std::cout << fmt::format("module {}@{}\nid        {}\nmain      {}\n", s->name, s->version, s->id, s->main);
+  if (!s->kind.empty()) std::cout << fmt::format("kind      {}\n", s->kind);
   if (!s->integrity.empty()) std::cout << fmt::format("integrity {}\n", s->integrity);
   std::cout << fmt::format("files     {} ({} bytes, each re-hashed now)\n", s->files, s->bytes);
   for (const auto& [path, id] : (*record)["files"].items())
@@ -118,12 +122,14 @@ int module_show(Globals& g, const std::string& ref) {
 
 void add_module_commands(CLI::App& app, Globals& g) {
   auto* module = app.add_subcommand(
-      "module", "libraries tool code may require(): stored by content id, named in a manifest's \"modules\"");
+      "module", "libraries tool code may require() or import(), and wheels a Python tool imports: stored by content id, "
+                "named in a manifest's \"modules\"");
   module->require_subcommand(1);
 
   auto aa = std::make_shared<ModuleAddArgs>();
   auto* add_cmd = module->add_subcommand(
-      "add", "store an npm package (a `npm pack` .tgz or a package directory) or a single-file .js bundle");
+      "add", "store an npm package (a `npm pack` .tgz or a package directory), a single-file .js/.cjs/.mjs bundle, or a "
+      "pure-Python wheel (.whl, py3-none-any)");
   add_cmd->add_option("source", aa->source, "PACKAGE.tgz, a package directory, or FILE.js")->required();
   add_cmd->add_option("--name", aa->name, "the specifier tool code requires (default: package.json's name)");
   add_cmd->add_option("--version", aa->version, "the version recorded (default: package.json's; 0.0.0 for a bundle)");

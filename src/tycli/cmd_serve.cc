@@ -14,6 +14,7 @@
 #include "taskyon/http/api.h"
 #include "taskyon/http/mcp_http.h"
 #include "taskyon/http/page.h"
+#include "taskyon/http/runs.h"
 #include "taskyon/http/server.h"
 #include "taskyon/sandbox/runtime.h"
 
@@ -65,6 +66,7 @@ int serve(Globals& g, const ServeArgs& a) {
     return report(g, {Errc::bad_usage, "--max-sandboxes must be 0 (the default) or 1..1024", "--max-sandboxes"});
   if (a.max_sandboxes > 0) core.runtime.max_live = static_cast<std::size_t>(a.max_sandboxes);
   const auto max_wait = core.max_timeout + std::chrono::seconds(30);
+  const auto default_timeout = core.default_timeout, max_timeout = core.max_timeout;
   auto host = taskyon::host::Host::open(std::move(core));
   if (!host) return report(g, host.error());
 
@@ -98,6 +100,13 @@ int serve(Globals& g, const ServeArgs& a) {
   api.capabilities = *capabilities;
   api.max_concurrent_calls = static_cast<std::size_t>(a.max_concurrent_calls);
   taskyon::http::mount_api(**server, **host, api);
+  // Runs (issue 14): calls a browser page executes, recorded in this store.
+  taskyon::http::RunsOptions runs_options;
+  runs_options.db_path = *db;
+  runs_options.capabilities = *capabilities;
+  runs_options.default_timeout = default_timeout;
+  runs_options.max_timeout = max_timeout;
+  auto runs = taskyon::http::mount_runs(**server, runs_options);
   taskyon::http::McpEndpoint mcp(**host, max_wait);
   mcp.mount(**server);
 
@@ -126,6 +135,8 @@ int serve(Globals& g, const ServeArgs& a) {
   });
   running->run();  // returns once every handler has ended
   mcp.close_all();
+  runs->close(interruption.signal() ? "the server was interrupted before the page reported its result"
+                                    : "the server stopped before the page reported its result");
   (*host)->shutdown(interruption.signal() ? "interrupted" : "shutdown");
   std::filesystem::remove(token_file, ec);  // a stale token is useless: nobody answers it
   if (int signal = interruption.signal()) std::cerr << fmt::format("tycli serve: stopped by {}\n", Interruption::name(signal));

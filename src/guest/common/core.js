@@ -11,16 +11,33 @@
   //   io.bytesOfText(text)       `text` as UTF-8 bytes (Uint8Array)
   //   io.toBase64(bytes) / io.fromBase64(text)
   //   io.fatal(code, message)    a message on fd 2 and exit(code); never returns
-  //   io.loadTool(code)          the tool's function, or a promise of it; throws on bad code
-  //   io.compileModule(source, name)  a CommonJS module's source as the function
-  //                              (exports, require, module, __filename, __dirname), not yet run
+  //   io.loadTool(code, importDynamic)  the tool's function, or a promise of it; throws on
+  //                              bad code. importDynamic (null: no modules declared) is
+  //                              what every import() in the code must become
+  //   io.compileModule(source, name, importDynamic)  a CommonJS module's source as the
+  //                              function (exports, require, module, __filename, __dirname),
+  //                              not yet run; its import() is importDynamic (null: none)
   //   io.builtin                 (name) => a runtime module of the safe list (kSafeBuiltins),
   //                              or null when the runtime has none to require()
+  //   io.importBuiltin(name)     a promise of that runtime module (as require() gives it),
+  //                              for an ES import
+  //   io.esm()                   a promise of {SourceTextModule, SyntheticModule} (node:vm),
+  //                              or of null when the runtime has none; asked once, by a
+  //                              revision that declares modules
+  //   io.esmConditions           package.json "exports" conditions of an import, in order
   //   io.setRequire(fn, gate)    makes `fn` the `require` tool code sees, and `gate`
   //                              (a runtime module by name, kSafeBuiltins only) its
   //                              process.getBuiltinModule
   //   io.limits                  {maxFrameBytes, maxLogBytes, maxDepth} from the host's argv
-  // and gets back {emitLog, onLine, describe, warmUp}.
+  // and gets back {emitLog, onLine, onFrame, describe, warmUp, importFromHarness}:
+  // onFrame(frame) is onLine for a frame already parsed (JSON.parse);
+  // warmUp() runs the call path once before a load frame (see below); and
+  // importFromHarness(specifier) must answer every import() the runtime
+  // routes to the harness's own script — code that Function or eval made
+  // while a frame of the harness was on top (the harness calling a function
+  // tool code supplied: the tool, a toString, a getter, a then) — so it is
+  // the tool's own loader in a revision with modules and a refusal
+  // otherwise, never the runtime's loader.
   function guestCore(io) {
     // Snapshots, taken before any tool code runs. Harness integrity is not a
     // security property (the host validates every frame); these keep an
@@ -123,22 +140,38 @@
 
     // --- Modules (issue 17) ---------------------------------------------------
     // The load frame's `modules` ({SPECIFIER: {main, files: {PATH: TEXT}}},
-    // sandbox/pool.h ToolCode) are the only code require() can reach: a
-    // declared specifier (or SPECIFIER/PATH), a relative path inside the
-    // requiring module's own files, and the runtime modules of kSafeBuiltins
-    // (with or without "node:"). Anything else — an undeclared package, fs,
-    // child_process, a path outside the module — is refused (code
-    // ERR_TASKYON_MODULE_REFUSED). Each file is evaluated once per sandbox
-    // and kept: a retained sandbox's later calls reuse what is loaded.
+    // sandbox/pool.h ToolCode) are the only code require() and import() can
+    // reach: a declared specifier (or SPECIFIER/PATH), a relative path inside
+    // the requesting module's own files, and the runtime modules of
+    // kSafeBuiltins (with or without "node:"). Anything else — an undeclared
+    // package, fs, child_process, a path outside the module — is refused
+    // (code ERR_TASKYON_MODULE_REFUSED). Each file is evaluated once per
+    // sandbox and kept: a retained sandbox's later calls reuse what is loaded.
+    //
+    // ES modules (.mjs, or .js under a package.json with "type": "module")
+    // are vm.SourceTextModules (Node: --experimental-vm-modules, sandbox.h
+    // node_argv; Deno 2's node:vm has them unflagged), linked by this loader
+    // alone: each static import and each import() — from tool code, from an
+    // ES module, from a CommonJS module — comes here (importModuleDynamically
+    // of the code's compilation, which eval and Function inherit), never to
+    // the runtime's own loader. A CommonJS file, a JSON file or a builtin in
+    // an ES graph is a SyntheticModule: default = its exports, and its
+    // exports' own keys as named exports.
     const kSafeBuiltins = ['assert', 'buffer', 'events', 'path', 'querystring', 'string_decoder', 'url', 'util'];
     const hasOwn = Object.hasOwn;
     const stringSplit = uncurry(String.prototype.split);
     const stringStartsWith = uncurry(String.prototype.startsWith);
     const stringEndsWith = uncurry(String.prototype.endsWith);
+    const stringReplaceAll = uncurry(String.prototype.replaceAll);
     const arrayJoin = uncurry(Array.prototype.join);
     const arrayPop = uncurry(Array.prototype.pop);
     const arrayIncludes = uncurry(Array.prototype.includes);
+    const isArray = Array.isArray;
     const objectKeys = Object.keys;
+    const WeakMapCtor = WeakMap;
+    const weakMapGet = uncurry(WeakMap.prototype.get);
+    const weakMapSet = uncurry(WeakMap.prototype.set);
+    const promiseThen = uncurry(Promise.prototype.then);
     function moduleRefused(request, why, what = 'require') {
       const e = new ErrorCtor(what + '(' + stringify(request) + ') is refused: ' + why);
       e.code = 'ERR_TASKYON_MODULE_REFUSED';
@@ -158,11 +191,13 @@
       }
       return arrayJoin(parts, '/');
     }
-    // As Node resolves a path in a package: the module's root is its main;
-    // PATH, PATH.js, PATH.cjs, PATH.json, PATH/index.js, PATH/index.json; a
-    // request ending in "/" names a directory (only its index).
-    function findFile(pkg, path, directory) {
+    // As Node resolves a path in a package for require(): the module's root
+    // is its main; PATH, PATH.js, PATH.cjs, PATH.json, PATH/index.js,
+    // PATH/index.json; a request ending in "/" names a directory (only its
+    // index). For import (`exact`), as Node's ES resolver: PATH itself only.
+    function findFile(pkg, path, directory, exact) {
       if (path === '') return pkg.main;
+      if (exact) return hasOwn(pkg.files, path) && !directory ? path : null;
       const candidates = directory ? [path + '/index.js', path + '/index.json']
         : [path, path + '.js', path + '.cjs', path + '.json', path + '/index.js', path + '/index.json'];
       for (const candidate of candidates) {
@@ -182,6 +217,11 @@
       const name = stringStartsWith(request, 'node:') ? stringSlice(request, 5) : request;
       return io.builtin !== null && arrayIncludes(kSafeBuiltins, name) ? io.builtin(name) : undefined;
     }
+    // The safe list's name of `request` ("node:" or not), else null.
+    function safeBuiltinName(request) {
+      const name = stringStartsWith(request, 'node:') ? stringSlice(request, 5) : request;
+      return arrayIncludes(kSafeBuiltins, name) ? name : null;
+    }
     // process.getBuiltinModule of a revision with modules: the same safe list.
     function builtinGate(id) {
       const builtin = safeBuiltin(StringCtor(id));
@@ -189,21 +229,134 @@
       throw moduleRefused(StringCtor(id), (io.builtin !== null ? 'it gives only ' + arrayJoin(kSafeBuiltins, ', ')
         : 'this runtime gives none') + ' to a tool that declares modules', 'process.getBuiltinModule');
     }
-    function moduleLoader(modules) {
-      const loaded = new MapCtor();  // SPECIFIER + '\0' + PATH -> the module object
+    // A ".", ".." or "node_modules" segment (any case, percent-encoded or
+    // not; "/" or "\\" between segments): Node's deprecatedInvalidSegmentRegEx,
+    // which is what it refuses (an empty segment it only warns about, and
+    // joinPath skips).
+    const regExpExec = uncurry(RegExp.prototype.exec);
+    const badSegment = /(^|\\|\/)((\.|%2e)(\.|%2e)?|(n|%6e|%4e)(o|%6f|%4f)(d|%64|%44)(e|%65|%45)(_|%5f)(m|%6d|%4d)(o|%6f|%4f)(d|%64|%44)(u|%75|%55)(l|%6c|%4c)(e|%65|%45)(s|%73|%53))(\\|\/|$)/i;
+    // `exports` of a package.json ("exports"; Node's PACKAGE_EXPORTS_RESOLVE)
+    // for `subpath` ("." or "./x") under `conditions`: the target path
+    // ("./…", "*" replaced), or null when the package does not export it.
+    // As Node: a target with such a segment after its "./" is an invalid
+    // package target (ERR_INVALID_PACKAGE_TARGET; in an array of targets
+    // the next is tried), and what a "*" matched with one is an invalid
+    // specifier (ERR_INVALID_MODULE_SPECIFIER) — "pkg/star/../hidden.js"
+    // never reaches a file the pattern does not export. `request` and
+    // `specifier` name them in the errors.
+    function exportsTarget(exports, subpath, conditions, request, specifier) {
+      let map = exports;
+      if (typeof exports !== 'object' || exports === null || isArray(exports) ||
+          objectKeys(exports).length === 0 || !stringStartsWith(objectKeys(exports)[0], '.')) {
+        map = { __proto__: null, '.': exports };
+      }
+      const invalid = (code, why) => {
+        const e = new ErrorCtor('import(' + stringify(request) + ') is refused: ' + why + ' in the module ' + specifier +
+          '\'s package.json "exports"');
+        e.code = code;
+        return e;
+      };
+      const target = (t, star, key) => {
+        if (typeof t === 'string') {
+          if (!stringStartsWith(t, './')) return null;
+          if (regExpExec(badSegment, stringSlice(t, 2)) !== null) {
+            throw invalid('ERR_INVALID_PACKAGE_TARGET', 'the target ' + stringify(t) + ' of ' + stringify(key) +
+              ' is not a path inside the module');
+          }
+          if (star !== '' && regExpExec(badSegment, star) !== null) {
+            throw invalid('ERR_INVALID_MODULE_SPECIFIER', stringify(star) + ' is not a valid match for the pattern ' +
+              stringify(key));
+          }
+          return stringReplaceAll(t, '*', star);
+        }
+        if (isArray(t)) {
+          let invalidTarget = null;
+          for (const each of t) {
+            let r;
+            try {
+              r = target(each, star, key);
+            } catch (e) {
+              if (e.code !== 'ERR_INVALID_PACKAGE_TARGET') throw e;
+              invalidTarget = e;
+              continue;
+            }
+            if (r !== null) return r;
+          }
+          if (invalidTarget !== null) throw invalidTarget;
+          return null;
+        }
+        if (t !== null && typeof t === 'object') {
+          for (const condition of objectKeys(t)) {
+            if (condition === 'default' || arrayIncludes(conditions, condition)) {
+              const r = target(t[condition], star, key);
+              if (r !== null) return r;
+            }
+          }
+        }
+        return null;
+      };
+      if (hasOwn(map, subpath) && stringIndexOf(subpath, '*') === -1) return target(map[subpath], '', subpath);
+      let bestKey = null, bestStar = '', bestPrefix = -1;
+      for (const key of objectKeys(map)) {
+        const star = stringIndexOf(key, '*');
+        if (star === -1 || stringIndexOf(key, '*', star + 1) !== -1) continue;
+        const prefix = stringSlice(key, 0, star), suffix = stringSlice(key, star + 1);
+        if (!stringStartsWith(subpath, prefix) || subpath === prefix || !stringEndsWith(subpath, suffix) ||
+            subpath.length < key.length - 1 || prefix.length <= bestPrefix) continue;
+        bestKey = key;
+        bestPrefix = prefix.length;
+        bestStar = stringSlice(subpath, prefix.length, subpath.length - suffix.length);
+      }
+      return bestKey === null ? null : target(map[bestKey], bestStar, bestKey);
+    }
+    function moduleLoader(modules, esm) {
+      const loaded = new MapCtor();   // CommonJS: SPECIFIER + '\0' + PATH -> the module object
+      const records = new MapCtor();  // ES graphs: SPECIFIER + '\0' + PATH, or 'node:' + NAME -> a vm.Module
+      const origins = new WeakMapCtor();  // vm.Module -> {specifier, pkg, dir}: where its imports resolve
+      const jsonOf = new MapCtor();   // SPECIFIER + '\0' + PATH of a package.json -> its value, or null
+      function packageJson(specifier, pkg, path) {
+        const key = specifier + '\0' + path;
+        let value = mapGet(jsonOf, key);
+        if (value === undefined) {
+          try { value = parse(pkg.files[path]); } catch { value = null; }
+          if (value === null || typeof value !== 'object') value = null;
+          mapSet(jsonOf, key, value);
+        }
+        return value;
+      }
+      // As Node: .mjs is an ES module, .cjs is not, and .js is one when the
+      // nearest package.json (inside the module) says "type": "module".
+      function isEsm(specifier, pkg, path) {
+        if (stringEndsWith(path, '.mjs')) return true;
+        if (!stringEndsWith(path, '.js')) return false;
+        for (let dir = dirOf(path); ; dir = dirOf(dir)) {
+          const candidate = dir === '' ? 'package.json' : dir + '/package.json';
+          if (hasOwn(pkg.files, candidate)) {
+            const json = packageJson(specifier, pkg, candidate);
+            return json !== null && json.type === 'module';
+          }
+          if (dir === '') return false;
+        }
+      }
       function evaluate(specifier, pkg, path) {
         const key = specifier + '\0' + path;
         const known = mapGet(loaded, key);
         if (known !== undefined) return known.exports;
+        if (isEsm(specifier, pkg, path)) {
+          const e = new ErrorCtor('require() of the ES module ' + specifier + '/' + path + ': load it with import()');
+          e.code = 'ERR_REQUIRE_ESM';
+          throw e;
+        }
         const module = { exports: {}, id: specifier + '/' + path, loaded: false };
         mapSet(loaded, key, module);
         const source = pkg.files[path];
+        const from = { specifier, pkg, dir: dirOf(path) };
         try {
           if (stringEndsWith(path, '.json')) {
             module.exports = parse(source);
           } else {
-            const fn = io.compileModule(source, specifier + '/' + path);
-            ReflectApply(fn, module.exports, [module.exports, requireFrom({ specifier, pkg, dir: dirOf(path) }), module,
+            const fn = io.compileModule(source, specifier + '/' + path, esm === null ? null : (request) => importFrom(from, request));
+            ReflectApply(fn, module.exports, [module.exports, requireFrom(from), module,
               '/modules/' + specifier + '/' + path, '/modules/' + specifier + '/' + dirOf(path)]);
           }
         } catch (e) {
@@ -213,43 +366,155 @@
         module.loaded = true;
         return module.exports;
       }
-      // [specifier, pkg, file] of a require from `from` (null: tool code), or a builtin as [null, builtin].
-      function resolve(from, request) {
-        if (typeof request !== 'string') throw new TypeErrorCtor('require() takes a module name');
+      // The file a declared module gives for `request` (SPECIFIER or
+      // SPECIFIER/REST). require(): its main, or REST as findFile resolves it;
+      // import: its package.json "exports" under io.esmConditions when it has
+      // them, else its main or REST exactly.
+      function packageFile(specifier, request, kind) {
+        const pkg = modules[specifier];
+        const rest = request === specifier ? '' : stringSlice(request, specifier.length + 1);
+        if (kind === 'import' && hasOwn(pkg.files, 'package.json')) {
+          const json = packageJson(specifier, pkg, 'package.json');
+          if (json !== null && json.exports !== undefined && json.exports !== null) {
+            const target = exportsTarget(json.exports, rest === '' ? '.' : './' + rest, io.esmConditions, request, specifier);
+            const path = target === null ? null : joinPath('', target);
+            if (target === null) {
+              throw moduleRefused(request, 'the module ' + specifier + ' does not export ' +
+                stringify(rest === '' ? '.' : './' + rest) + ' (its package.json "exports")', kind);
+            }
+            if (path === null || !hasOwn(pkg.files, path)) {
+              throw moduleRefused(request, 'the module ' + specifier + '\'s "exports" names ' + stringify(target) +
+                ', which it does not hold', kind);
+            }
+            return path;
+          }
+        }
+        const path = joinPath('', rest);
+        const file = path === null ? null : findFile(pkg, path, rest !== '' && namesDirectory(request), kind === 'import');
+        if (file === null) throw moduleRefused(request, 'the module ' + specifier + ' has no such file', kind);
+        return file;
+      }
+      // [specifier, pkg, file] of a request from `from` (null: tool code), or
+      // a builtin as [null, NAME]. `kind`: 'require' or 'import'.
+      function resolve(from, request, kind) {
+        if (typeof request !== 'string') throw new TypeErrorCtor(kind + '() takes a module name');
         const relative = request === '.' || request === '..' || stringStartsWith(request, './') || stringStartsWith(request, '../');
         if (relative) {
-          if (from === null) throw moduleRefused(request, 'tool code has no files of its own to require');
+          if (from === null) throw moduleRefused(request, 'tool code has no files of its own to ' + kind, kind);
           const path = joinPath(from.dir, request);
-          const file = path === null ? null : findFile(from.pkg, path, namesDirectory(request));
-          if (file === null) throw moduleRefused(request, 'no such file in the module ' + from.specifier);
+          const file = path === null ? null : findFile(from.pkg, path, namesDirectory(request), kind === 'import');
+          if (file === null) {
+            throw moduleRefused(request, 'no such file in the module ' + from.specifier +
+              (kind === 'import' ? ' (an import names its file exactly, as Node\'s ES module resolution does)' : ''), kind);
+          }
           return [from.specifier, from.pkg, file];
         }
-        if (hasOwn(modules, request)) return [request, modules[request], modules[request].main];
+        if (hasOwn(modules, request)) return [request, modules[request], packageFile(request, request, kind)];
         for (const specifier of objectKeys(modules)) {
-          if (!stringStartsWith(request, specifier + '/')) continue;
-          const path = joinPath('', stringSlice(request, specifier.length + 1));
-          const file = path === null ? null : findFile(modules[specifier], path, namesDirectory(request));
-          if (file === null) throw moduleRefused(request, 'the module ' + specifier + ' has no such file');
-          return [specifier, modules[specifier], file];
+          if (stringStartsWith(request, specifier + '/')) return [specifier, modules[specifier], packageFile(specifier, request, kind)];
         }
-        const builtin = safeBuiltin(request);
-        if (builtin !== undefined) return [null, builtin];
+        const name = safeBuiltinName(request);
+        if (name !== null && (kind === 'import' ? esm !== null : io.builtin !== null)) return [null, name];
         throw moduleRefused(request, 'only the modules the tool declares (' + (arrayJoin(objectKeys(modules), ', ') || 'none') +
-          ')' + (io.builtin !== null ? ' and ' + arrayJoin(kSafeBuiltins, ', ') : '') + ' can be required');
+          ')' + ((kind === 'import' ? esm !== null : io.builtin !== null) ? ' and ' + arrayJoin(kSafeBuiltins, ', ') : '') +
+          ' can be ' + (kind === 'import' ? 'imported' : 'required'), kind);
       }
       function requireFrom(from) {
         const require = function require(request) {
-          const found = resolve(from, request);
-          return found[0] === null ? found[1] : evaluate(found[0], found[1], found[2]);
+          const found = resolve(from, request, 'require');
+          return found[0] === null ? io.builtin(found[1]) : evaluate(found[0], found[1], found[2]);
         };
         // require.resolve: the path a module has inside the sandbox (its __filename).
         require.resolve = function resolveRequest(request) {
-          const found = resolve(from, request);
+          const found = resolve(from, request, 'require');
           return found[0] === null ? StringCtor(request) : '/modules/' + found[0] + '/' + found[2];
         };
         return require;
       }
-      return requireFrom(null);
+
+      // --- ES graphs (esm: {SourceTextModule, SyntheticModule}, or null) ----
+      // A SyntheticModule whose default export is `value` and whose named
+      // exports are its own enumerable keys (a namespace's, a CommonJS
+      // module's exports), read now.
+      function synthetic(value, identifier) {
+        const names = ['default'];
+        const isObject = value !== null && (typeof value === 'object' || typeof value === 'function');
+        if (isObject) for (const key of objectKeys(value)) if (key !== 'default') arrayPush(names, key);
+        return new esm.SyntheticModule(names, function setExports() {
+          this.setExport('default', value);
+          for (let i = 1; i < names.length; i++) this.setExport(names[i], value[names[i]]);
+        }, { identifier });
+      }
+      // The vm.Module of a resolved request, made once.
+      async function recordOf(found) {
+        if (found[0] === null) {
+          const key = 'node:' + found[1];
+          let record = mapGet(records, key);
+          if (record === undefined) {
+            const builtin = await io.importBuiltin(found[1]);
+            record = mapGet(records, key);  // made while we waited
+            if (record === undefined) {
+              record = synthetic(builtin, key);
+              mapSet(records, key, record);
+            }
+          }
+          return record;
+        }
+        const [specifier, pkg, path] = found;
+        const key = specifier + '\0' + path;
+        let record = mapGet(records, key);
+        if (record !== undefined) return record;
+        const identifier = 'module:' + specifier + '/' + path;
+        if (isEsm(specifier, pkg, path)) {
+          const from = { specifier, pkg, dir: dirOf(path) };
+          const url = 'file:///modules/' + specifier + '/' + path;
+          record = new esm.SourceTextModule(pkg.files[path], {
+            identifier,
+            importModuleDynamically: (request) => importFrom(from, request),
+            initializeImportMeta: (meta) => { meta.url = url; },
+          });
+          weakMapSet(origins, record, from);
+        } else {
+          // CommonJS (or JSON) runs now, as the graph is linked: its exports' keys are its named exports.
+          record = synthetic(evaluate(specifier, pkg, path), identifier);
+        }
+        mapSet(records, key, record);
+        return record;
+      }
+      const linker = (request, referencing) => {
+        const from = weakMapGet(origins, referencing);
+        return recordOf(resolve(from === undefined ? null : from, request, 'import'));
+      };
+      // One link at a time (a graph being linked is not linked again by a
+      // concurrent import()); evaluation is the runtime's, once per module: an
+      // ES module that threw stays errored, as ES modules do.
+      // The vm.Module itself is what import() gets (the runtime takes its
+      // namespace): a namespace with a `then` export would be unwrapped as a
+      // thenable if an async function returned it.
+      let linking = PromiseCtor.resolve();
+      let evaluating = PromiseCtor.resolve();  // the last evaluation begun here
+      const evaluations = new WeakMapCtor();   // vm.Module -> its evaluation begun here
+      async function importFrom(from, request) {
+        if (esm === null) throw moduleRefused(StringCtor(request), 'this runtime has no ES module support here', 'import');
+        const record = await recordOf(resolve(from, request, 'import'));
+        if (record.status === 'unlinked') {
+          const done = promiseThen(linking, () => record.status === 'unlinked' ? record.link(linker) : undefined);
+          linking = promiseThen(done, () => {}, () => {});
+          await done;
+        }
+        let evaluation = weakMapGet(evaluations, record);
+        if (evaluation === undefined && record.status === 'evaluating') {
+          await evaluating;  // part of a graph whose evaluation is under way (top-level await)
+        } else if (evaluation === undefined) {
+          evaluation = record.evaluate();  // an evaluated module: nothing; an errored one: its error again
+          weakMapSet(evaluations, record, evaluation);
+          evaluating = promiseThen(evaluation, () => {}, () => {});
+        }
+        if (evaluation !== undefined) await evaluation;
+        if (record.status === 'errored') throw record.error;
+        return record;
+      }
+      return { require: requireFrom(null), importFrom: (request) => importFrom(null, request) };
     }
 
     // --- The current call -------------------------------------------------------
@@ -577,11 +842,26 @@
       writeFrame(fitted(toWellFormed(message), (m) => '{"type":"load_error","message":' + stringify(m) + '}'));
     }
 
+    // import() of code the harness's own frames made (importFromHarness):
+    // what tool code's own import() is, once the tool's modules are known.
+    let toolImport = null;
+    function importFromHarness(specifier) {
+      if (toolImport !== null) return toolImport(specifier);
+      return PromiseCtor.reject(moduleRefused(StringCtor(specifier), loading
+        ? 'the tool declares no modules, so import() reaches nothing' : 'no tool is loaded', 'import'));
+    }
+
     async function load(code, modules) {
       let fn;
       try {
-        if (modules !== undefined) io.setRequire(moduleLoader(modules), builtinGate);
-        fn = await io.loadTool(code);
+        let importDynamic = null;
+        if (modules !== undefined) {
+          const loader = moduleLoader(modules, await io.esm());
+          io.setRequire(loader.require, builtinGate);
+          importDynamic = loader.importFrom;
+          toolImport = importDynamic;
+        }
+        fn = await io.loadTool(code, importDynamic);
       } catch (e) {
         const { name, message } = describe(e);
         return sendLoadError(name + ': ' + message);
@@ -623,6 +903,10 @@
     function onLine(line) {
       let frame;
       try { frame = parse(line); } catch { io.fatal(65, 'malformed host frame'); }
+      onFrame(frame);
+    }
+
+    function onFrame(frame) {
       if (frame === null || typeof frame !== 'object') io.fatal(65, 'malformed host frame');
       if (frame.type === 'load' && typeof frame.code === 'string' && !loading &&
           (frame.modules === undefined || (frame.modules !== null && typeof frame.modules === 'object'))) {
@@ -663,5 +947,5 @@
       return true;
     }
 
-    return { emitLog, onLine, describe, warmUp };
+    return { emitLog, onLine, onFrame, describe, warmUp, importFromHarness };
   }

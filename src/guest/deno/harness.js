@@ -13,13 +13,74 @@
 // computed specifier: every file/remote import inside it is permission-checked
 // and, with no permissions, refused).
 //
+// The entry module's own code is only `boot`: it reads the first host frame
+// (the load frame) and starts the harness. V8 gives code that `Function` or
+// `eval` makes the import() callback of the script whose frame called them,
+// and the entry module's is Deno's own loader; so for a revision that
+// declares modules, whose import() must be the module loader's (core.js),
+// boot compiles the harness anew with node:vm's compileFunction, whose
+// importModuleDynamically is the harness's: no frame of the harness that
+// calls a function tool code supplies (the tool, a toString, a getter, a
+// then) hands Deno's loader to the code it makes. A revision without
+// modules runs the harness as it is (its import() is Deno's anyway, N4).
+// Deno's own JavaScript (node: polyfills, web APIs) is not ours to compile:
+// code it makes from a function tool code supplies still gets Deno's loader
+// (docs/modules.md, "ES modules").
+//
 // Order of work: snapshot the intrinsics the harness needs, replace console
 // and Deno.stdin/stdout/stderr so that nothing the tool does writes protocol
-// noise through them, then wait for one `load` frame, then serve `call` frames
+// noise through them, then take the `load` frame, then serve `call` frames
 // one at a time. Harness integrity is not a security property (the host
 // validates every frame); the snapshots keep an honest tool that patches JSON
 // or TextEncoder from breaking the protocol by accident.
-(function harness() {
+(function boot(harness) {
+  'use strict';
+  const D = globalThis.Deno;
+  const source = String(harness);  // Function.prototype.toString: no tool code has run yet
+  const dynamicImport = (specifier) => import(specifier);  // Deno's loader: the harness's node: and data: imports
+  const maxFrameBytes = Number(D.args[0]);
+  const stdin = D.stdin;
+  const fail = (code, message) => {
+    try { D.stderr.writeSync(new TextEncoder().encode('taskyon harness: ' + message + '\n')); } catch { /* host gone */ }
+    D.exit(code);
+  };
+  // The first line (the load frame), and the bytes after it.
+  async function firstLine() {
+    const held = [];
+    let heldBytes = 0;
+    for (;;) {
+      const chunk = new Uint8Array(64 * 1024);
+      let n;
+      try { n = await stdin.read(chunk); } catch { D.exit(0); }
+      if (n === null) D.exit(0);  // the host closed our input
+      const newline = chunk.subarray(0, n).indexOf(10);
+      if (newline === -1) {
+        heldBytes += n;
+        if (heldBytes >= maxFrameBytes) fail(66, 'host frame too large');
+        held.push(chunk.subarray(0, n));
+        continue;
+      }
+      held.push(chunk.subarray(0, newline));
+      const line = new Uint8Array(heldBytes + newline);
+      let at = 0;
+      for (const part of held) { line.set(part, at); at += part.length; }
+      return { line: new TextDecoder().decode(line), rest: chunk.subarray(newline + 1, n) };
+    }
+  }
+  firstLine().then(async ({ line, rest }) => {
+    let frame;
+    try { frame = JSON.parse(line); } catch { frame = undefined; }  // the harness refuses it
+    const start = { dynamicImport, line, frame, rest, vm: null, setImportHook: () => {} };
+    if (frame === null || typeof frame !== 'object' || frame.modules === undefined) return harness(start);
+    start.vm = await dynamicImport('node:vm');
+    let importHook = null;  // the harness's, set before any tool code runs
+    start.setImportHook = (hook) => { if (importHook === null) importHook = hook; };
+    start.vm.compileFunction('return (' + source + '\n);', [], {
+      filename: 'harness.js',
+      importModuleDynamically: (specifier) => importHook(specifier),
+    })()(start);
+  }).catch((e) => fail(70, 'cannot start: ' + String(e && e.message)));
+})(function harness(entry) {
   'use strict';
   const D = globalThis.Deno;
 
@@ -61,7 +122,7 @@
   const arrayPush = uncurry(Array.prototype.push);
   const arrayJoin = uncurry(Array.prototype.join);
   const encodeURIComponentFn = encodeURIComponent;
-  const dynamicImport = (specifier) => import(specifier);
+  const dynamicImport = entry.dynamicImport;  // boot's: Deno's loader, for node: builtins and the data: tool
   const FunctionCtor = Function;  // snapshot: compileModule below
 
   // --- Limits, passed by the host on the command line ----------------------
@@ -91,9 +152,31 @@
     }
   }
 
-  // The tool's code becomes a data: module `export default (<code>\n);`, whose
-  // specifier is computed here at run time (never a literal of this module).
-  async function loadTool(code) {
+  // node:vm, imported the first time a revision with modules loads: its
+  // SourceTextModule and SyntheticModule (core.js's ES graphs) and
+  // compileFunction (CommonJS modules whose import() is the loader's).
+  let nodeVm = null;
+  async function vmModule() {
+    if (nodeVm === null) nodeVm = entry.vm !== null ? entry.vm : await dynamicImport('node:vm');
+    return nodeVm;
+  }
+
+  // The tool's code becomes a module `export default (<code>\n);`. Without
+  // modules it is a data: module whose specifier is computed here at run time
+  // (never a literal of this module). With modules it is a
+  // vm.SourceTextModule of the same text whose every import — static, should
+  // the code close the parenthesis, or import(), eval and Function code
+  // included — is the module loader's (core.js), not Deno's.
+  async function loadTool(code, importDynamic) {
+    if (importDynamic !== null) {
+      const vm = await vmModule();
+      const tool = new vm.SourceTextModule('export default (' + code + '\n);\n', {
+        identifier: 'tool.js', importModuleDynamically: importDynamic,
+      });
+      await tool.link(importDynamic);
+      await tool.evaluate();
+      return tool.namespace.default;
+    }
     const specifier = 'data:text/javascript,' + encodeURIComponentFn('export default (' + code + '\n);\n');
     try {
       return (await dynamicImport(specifier)).default;
@@ -104,6 +187,11 @@
       throw e;
     }
   }
+
+  // Deno[Deno.internal] (Deno's internals, kept for its test and Jupyter
+  // tools) holds core.evalContext, which compiles code whose import() is
+  // Deno's own loader, whatever script calls it: gone before tool code runs.
+  ReflectApply(Reflect.deleteProperty, Reflect, [D, D.internal]);
 
   // --- Runtime flags are fixed before tool code runs (issue 11 item 5) ------
   // Nothing to remove here: V8's flags are set on Deno's command line and
@@ -120,12 +208,25 @@
     fromBase64: (text) => ReflectApply(fromBase64, Uint8ArrayCtor, [text]),
     fatal,
     loadTool,
-    // CommonJS is synchronous, so a module's source is compiled by the
-    // Function constructor (a function body of its own, sloppy mode, as
-    // Node's loader), not a data: import.
-    compileModule: (source, name) => ReflectApply(FunctionCtor, undefined, [
-      'exports', 'require', 'module', '__filename', '__dirname', source + '\n//# sourceURL=module:' + name]),
+    // CommonJS is synchronous, so a module's source is compiled as a
+    // function body of its own (sloppy mode, as Node's loader), not a data:
+    // import: by node:vm's compileFunction, whose import() is the loader's
+    // (node:vm is loaded by then: esm() comes first).
+    compileModule: (source, name, importDynamic) => importDynamic === null || nodeVm === null
+      ? ReflectApply(FunctionCtor, undefined, [
+        'exports', 'require', 'module', '__filename', '__dirname', source + '\n//# sourceURL=module:' + name])
+      : nodeVm.compileFunction(source, ['exports', 'require', 'module', '__filename', '__dirname'],
+        { filename: 'module:' + name, importModuleDynamically: importDynamic }),
     builtin: null,  // Deno's node: modules load only by import, asynchronously: none to require()
+    importBuiltin: async (name) => {
+      const namespace = await dynamicImport('node:' + name);
+      return namespace.default !== undefined ? namespace.default : namespace;
+    },
+    esm: async () => {
+      const vm = await vmModule();
+      return typeof vm.SourceTextModule === 'function' ? { SourceTextModule: vm.SourceTextModule, SyntheticModule: vm.SyntheticModule } : null;
+    },
+    esmConditions: ['deno', 'node', 'import'],
     setRequire: (fn, gate) => {
       defineProperty(globalThis, 'require', { value: fn, writable: true, configurable: true, enumerable: false });
       // Deno 2's global `process`; its import('node:…') stays (docs/modules.md).
@@ -136,6 +237,7 @@
     limits: { maxFrameBytes, maxLogBytes, maxDepth },
   });
   const emitLog = core.emitLog;
+  entry.setImportHook(core.importFromHarness);  // import() of code this harness's frames make (see boot)
 
   function show(value) {
     if (typeof value === 'string') return value;
@@ -258,39 +360,46 @@
     return whole;
   }
 
+  let held = [];      // pieces of a line without its '\n' yet (copies)
+  let heldBytes = 0;
+  function take(bytes) {
+    let start = 0;
+    for (;;) {
+      const newline = bytesIndexOf(bytes, 10, start);
+      if (newline === -1) break;
+      const part = bytesSubarray(bytes, start, newline);
+      let line;
+      if (heldBytes > 0) {
+        arrayPush(held, part);
+        line = decode(decoder, concat(held, heldBytes + part.length));
+        held = [];
+        heldBytes = 0;
+      } else {
+        line = decode(decoder, part);
+      }
+      start = newline + 1;
+      core.onLine(line);
+    }
+    if (start < bytes.length) {
+      heldBytes += bytes.length - start;
+      if (heldBytes >= maxFrameBytes) fatal(66, 'host frame too large');
+      arrayPush(held, bytesSubarray(bytes, start));
+    }
+  }
+
   async function readFrames() {
-    let held = [];      // pieces of a line without its '\n' yet (copies)
-    let heldBytes = 0;
+    take(entry.rest);  // what boot read after the load frame
     for (;;) {
       const chunk = new Uint8ArrayCtor(64 * 1024);
       let n;
       try { n = await stdinRead(stdin, chunk); } catch { exit(0); }
       if (n === null) exit(0);  // the host closed our input
-      const bytes = bytesSubarray(chunk, 0, n);
-      let start = 0;
-      for (;;) {
-        const newline = bytesIndexOf(bytes, 10, start);
-        if (newline === -1) break;
-        const part = bytesSubarray(bytes, start, newline);
-        let line;
-        if (heldBytes > 0) {
-          arrayPush(held, part);
-          line = decode(decoder, concat(held, heldBytes + part.length));
-          held = [];
-          heldBytes = 0;
-        } else {
-          line = decode(decoder, part);
-        }
-        start = newline + 1;
-        core.onLine(line);
-      }
-      if (start < bytes.length) {
-        heldBytes += bytes.length - start;
-        if (heldBytes >= maxFrameBytes) fatal(66, 'host frame too large');
-        arrayPush(held, bytesSubarray(bytes, start));
-      }
+      take(bytesSubarray(chunk, 0, n));
     }
   }
 
+  // The load frame, as boot read (and parsed) it.
+  if (entry.frame !== undefined) core.onFrame(entry.frame);
+  else core.onLine(entry.line);
   readFrames();
-})();
+});

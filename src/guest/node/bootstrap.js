@@ -3,6 +3,17 @@
 // and speaks the protocol documented in src/taskyon/sandbox/pool.h over fd 0
 // (host frames) and fd 1 (our frames); fd 2 is captured by the host as logs.
 //
+// The `-e` script is only a stub. Node gives an -e script its own default
+// ES loader as the import() callback, and V8 gives code that `Function` or
+// `eval` makes the callback of the script whose frame called them — so
+// every frame of this harness that calls a function tool code supplies (the
+// tool itself, a toString, a getter, a then) would hand the code it makes
+// Node's own loader (node:vm, node:module, data: URLs). So the stub compiles
+// the harness below with vm.compileFunction, whose importModuleDynamically
+// is the harness's: the module loader of a revision that declares modules
+// (core.js), a refusal otherwise. The stub's frames end before any tool code
+// runs; its one callback only forwards to the harness.
+//
 // Order of work: snapshot the intrinsics the harness needs, replace
 // process.stdout/stderr/stdin and console.* so that nothing the tool does can
 // write protocol noise through them, then wait for one `load` frame, then serve
@@ -10,7 +21,15 @@
 // (the host validates every frame); the snapshots keep an honest tool that
 // patches JSON or fs from breaking the protocol by accident.
 'use strict';
-(function bootstrap() {
+(function stub(harnessSource) {
+  let importHook = null;  // the harness's (setImportHook below), set before any tool code runs
+  const harness = require('vm').compileFunction('return (' + harnessSource + '\n);', [], {
+    filename: 'harness.js',
+    importModuleDynamically: (specifier) => importHook(specifier),
+  })();
+  harness(require, (hook) => { if (importHook === null) importHook = hook; });
+})(String(function bootstrap(require, setImportHook) {
+  'use strict';
   const fs = require('fs');
   const vm = require('vm');
   const util = require('util');
@@ -37,6 +56,8 @@
   const defineProperty = Object.defineProperty;
   const runInThisContext = vm.runInThisContext;
   const compileFunction = vm.compileFunction;
+  const SourceTextModule = vm.SourceTextModule;  // undefined without --experimental-vm-modules
+  const SyntheticModule = vm.SyntheticModule;
   const NumberCtor = Number;
   const StringCtor = String;
   const nodeRequire = require;  // this -e script's own: the safe builtins only (core.js kSafeBuiltins)
@@ -138,12 +159,24 @@
     toBase64: (bytes) => bufferToString(ReflectApply(bufferFrom, Buffer, [bytes]), 'base64'),
     fromBase64: (text) => ReflectApply(bufferFrom, Buffer, [text, 'base64']),
     fatal,
-    loadTool: (code) => ReflectApply(runInThisContext, vm, ['(' + code + '\n)', { filename: 'tool.js' }]),
+    // With modules declared, every import() of the code — eval and Function
+    // code inherit it — is the module loader's (core.js); without, import()
+    // has no callback and is refused by Node, as before.
+    loadTool: (code, importDynamic) => ReflectApply(runInThisContext, vm, ['(' + code + '\n)',
+      importDynamic === null ? { filename: 'tool.js' } : { filename: 'tool.js', importModuleDynamically: importDynamic }]),
     // As Node's CommonJS loader: the source is a function body of its own
     // (it cannot close the wrapper early), sloppy mode.
-    compileModule: (source, name) => ReflectApply(compileFunction, vm, [
-      source, ['exports', 'require', 'module', '__filename', '__dirname'], { filename: 'module:' + name }]),
+    compileModule: (source, name, importDynamic) => ReflectApply(compileFunction, vm, [
+      source, ['exports', 'require', 'module', '__filename', '__dirname'],
+      importDynamic === null ? { filename: 'module:' + name }
+        : { filename: 'module:' + name, importModuleDynamically: importDynamic }]),
     builtin: (name) => nodeRequire(name),
+    importBuiltin: async (name) => nodeRequire(name),
+    // vm.SourceTextModule and SyntheticModule exist under
+    // --experimental-vm-modules (node_argv), which also lets an
+    // importModuleDynamically callback answer import() at all.
+    esm: async () => (SourceTextModule === undefined ? null : { SourceTextModule, SyntheticModule }),
+    esmConditions: ['node', 'import'],
     // A revision that declares modules gets the module loader as its
     // `require`; one that declares none keeps Node's (the permission model
     // and the kernel layers stand behind it, as before issue 17).
@@ -158,6 +191,8 @@
     limits: { maxFrameBytes, maxLogBytes, maxDepth },
   });
   const emitLog = core.emitLog;
+  // import() of code this harness's frames make (the stub's callback).
+  setImportHook(core.importFromHarness);
 
   function formatArgs(args) {
     try { return ReflectApply(format, undefined, args); } catch { return '[unformattable log arguments]'; }
@@ -246,4 +281,4 @@
   });
   input.on('end', () => exit(0));
   input.on('error', () => exit(0));
-})();
+}));

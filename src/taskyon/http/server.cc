@@ -1,5 +1,7 @@
 #include "taskyon/http/server.h"
 
+#include "taskyon/base/escape.h"
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -105,7 +107,9 @@ Response Response::empty(int status) {
 Response Response::json(int status, const json::Value& value) {
   Response r;
   r.status = status;
-  r.body = value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  // The same JSON with C1 controls and bidi format characters escaped (base/escape.h): an
+  // answer shown by curl on a terminal carries no tool-made escape sequence.
+  r.body = escape_json_dump(value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   return r;
 }
 
@@ -232,12 +236,17 @@ Result<std::unique_ptr<Server>> Server::bind(Options options) {
   Impl* self = impl.get();
   s.set_pre_routing_handler([self](const httplib::Request& req, httplib::Response& res) { return self->admit(req, res); });
   // Bodies for errors the library decides (404, 413, 400): ours, in our shape.
-  s.set_error_handler(httplib::Server::HandlerWithResponse([self](const httplib::Request&, httplib::Response& res) {
+  s.set_error_handler(httplib::Server::HandlerWithResponse([self](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
     switch (res.status) {
       case 404: set_error(res, 404, "not_found", "no such endpoint (docs/serve.md)"); break;
       case 413:
-        set_error(res, 413, "too_large", fmt::format("request bodies are at most {} bytes", self->options.max_body_bytes));
+        // cpp-httplib caps form bodies at 8 KiB before ours applies: curl -d sends one unless told.
+        if (req.get_header_value("Content-Type").starts_with("application/x-www-form-urlencoded"))
+          set_error(res, 413, "too_large",
+                    "a form-encoded body is at most 8192 bytes: send JSON with Content-Type: application/json");
+        else
+          set_error(res, 413, "too_large", fmt::format("request bodies are at most {} bytes", self->options.max_body_bytes));
         break;
       default: set_error(res, res.status, "bad_request", "the request could not be read"); break;
     }

@@ -6,63 +6,13 @@
 #include <fmt/format.h>
 
 #include "taskyon/external/mcp.h"
+#include "taskyon/invoke/record.h"
 #include "taskyon/invoke/runtime_record.h"
 #include "taskyon/native/native.h"
 #include "taskyon/store/modules.h"
 
 namespace taskyon::invoke {
 namespace {
-
-// The state a call and its result are stored in: Cancelled when the caller
-// stopped it (a CancelToken, or tycli interrupted by a signal), Error for any
-// other failure.
-tasks::State state_after(sandbox::Status status) {
-  if (status == sandbox::Status::ok) return tasks::State::completed;
-  return status == sandbox::Status::cancelled ? tasks::State::cancelled : tasks::State::error;
-}
-
-json::Value logs_json(const sandbox::CallOutcome& outcome) {
-  auto logs = json::Value::array();
-  for (const auto& entry : outcome.logs) logs.push_back({{"level", entry.level}, {"text", entry.text}});
-  return logs;
-}
-
-Result<tasks::Task> result_task(const tasks::Task& call, const sandbox::CallOutcome& outcome,
-                                const std::optional<json::Value>& runtime) {
-  json::Value body = {{"logs", logs_json(outcome)}};
-  if (runtime) body["runtime"] = *runtime;
-  if (outcome.status == sandbox::Status::ok) {
-    body["result"] = outcome.value;
-  } else {
-    body["error"] = {{"code", sandbox::status_name(outcome.status)}, {"message", outcome.error}};
-  }
-  tasks::Task t;
-  t.parent_id = call.id;
-  t.role = tasks::Role::tool;
-  t.content = {{"toolResult", std::move(body)}};
-  t.state = state_after(outcome.status);
-  auto id = tasks::compute_id(t);
-  if (!id) return std::unexpected(id.error());
-  t.id = *id;
-  return t;
-}
-
-// The call's pinned tool; `lineage` receives the lineage of the call's parent.
-Result<tasks::ResolvedTool> pinned_tool(store::Store& store, const tasks::Task& call,
-                                        std::vector<tasks::Task>& lineage, bool have_lineage) {
-  if (call.parent_id && !have_lineage) {
-    auto found = store.lineage(*call.parent_id);
-    if (!found) return std::unexpected(found.error());
-    lineage = std::move(*found);
-  }
-  const auto& pin = *call.tool_revision;
-  auto registered = store.revision(pin);
-  if (registered)
-    return tasks::ResolvedTool{registered->id, call.settings_revision.value_or(registry::empty_settings_revision()),
-                               std::move(registered->manifest)};
-  if (registered.error().code != Errc::not_found || !call.parent_id) return std::unexpected(registered.error());
-  return tasks::pinned_in_lineage(pin, lineage, store.resolver());
-}
 
 // Runs a trusted-native tool in the host: host authority, no sandbox (R6).
 sandbox::CallOutcome run_native(const native::NativeFunction& fn, const json::Value& args,
@@ -142,7 +92,7 @@ Result<std::shared_ptr<const json::Value>> revision_modules(store::Store& store,
     for (const auto& [revision, modules] : kept)
       if (revision == tool.revision) return modules;
   }
-  auto modules = store::code_modules(store, tool.manifest.modules, tool.manifest.code);
+  auto modules = store::code_modules(store, tool.manifest.modules, tool.manifest.code, store::module_kind(tool.manifest));
   if (!modules) return std::unexpected(modules.error());
   auto shared = std::make_shared<const json::Value>(std::move(*modules));
   std::lock_guard lock(mu);
@@ -180,7 +130,10 @@ Result<sandbox::CallOutcome> execute(store::Store& store, const tasks::ResolvedT
         if (auto why = native::unavailable(m.native)) return fail(Errc::runtime_missing, *why, tool.revision);
         return fail(Errc::not_found, fmt::format("R5: this host has no native function \"{}\"", m.native), tool.revision);
       }
-      return run_native(*fn, args, {options.timeout, options.natives});
+      // executePython's wheels (issue 17): read and re-hashed as sandboxed code's modules are.
+      auto modules = revision_modules(store, tool);
+      if (!modules) return std::unexpected(modules.error());
+      return run_native(*fn, args, {options.timeout, options.natives, std::move(*modules)});
     }
     case registry::Execution::external_service: {
       if (m.service.contains("mcp")) {
@@ -229,32 +182,7 @@ Result<Invocation> run_call(store::Store& store, sandbox::Pool& pool, const task
   if (lent) parent_lineage = capabilities.take_lineage();
 
   Invocation inv{call, {}, capabilities.subtasks(), std::move(*tool), std::move(*outcome)};
-  // Nothing vanishes (issue 12 item 6): a result the store cannot hash (a
-  // value json::canonicalize refuses, from a native or an MCP server; the
-  // sandbox protocol refuses those at the frame) becomes the call's error.
-  if (inv.outcome.status == sandbox::Status::ok) {
-    if (auto canonical = json::canonicalize(inv.outcome.value); !canonical) {
-      inv.outcome.status = sandbox::Status::tool_error;
-      inv.outcome.error = "the result cannot be stored: " + canonical.error().describe();
-      inv.outcome.value = json::Value();
-    }
-  }
-  inv.call.state = state_after(inv.outcome.status);
-  auto result = result_task(inv.call, inv.outcome, runtime);
-  if (!result) {
-    // The logs or the error text could not be hashed either: keep the error alone.
-    inv.outcome.logs.clear();
-    inv.outcome.status = inv.outcome.status == sandbox::Status::ok ? sandbox::Status::tool_error : inv.outcome.status;
-    inv.outcome.error = "the call's outcome cannot be stored: " + result.error().describe();
-    inv.call.state = tasks::State::error;
-    result = result_task(inv.call, inv.outcome, runtime);
-  }
-  if (!result) return std::unexpected(result.error());
-  inv.result = std::move(*result);
-  std::vector<tasks::Task> batch{inv.call};
-  batch.insert(batch.end(), inv.subtasks.begin(), inv.subtasks.end());
-  batch.push_back(inv.result);
-  if (auto stored = store.put_tasks(batch); !stored) return std::unexpected(stored.error());
+  if (auto stored = store_invocation(store, inv, runtime); !stored) return std::unexpected(stored.error());
   return inv;
 }
 

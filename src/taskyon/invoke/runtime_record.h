@@ -1,9 +1,11 @@
 // Which runtime produced a stored result (issue 16 item 2; docs/tasks.md,
 // "Runtime records"). A record is the JSON object
-//   {"kind": "node"|"deno"|"python", "version": STRING[, "isolation": "strict"|"host"]}
+//   {"kind": "node"|"deno"|"python"|"browser", "version": STRING[, "isolation": "strict"|"host"]}
 // version: node's process.version ("v22.12.0"), deno's Deno.version.deno
 // ("2.1.4"), python's sys.version's first word ("3.11.7"); "unknown" when the
-// runtime could not say. isolation: Python only (--python-isolation).
+// runtime could not say; for "browser" (a call a page ran through `tycli
+// serve`'s runs, external_run.h) the page's own description of its browser,
+// recorded as its claim. isolation: Python only (--python-isolation).
 // run_call stores it in the tool-result content as toolResult.runtime, so it
 // is part of the result's content address. Tools that run in no runtime of
 // ours (other trusted natives, MCP servers, HTTPS endpoints) get no record.

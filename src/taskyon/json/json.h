@@ -42,6 +42,12 @@ struct ParseLimits {
 // parser relies on it; fuzz/fuzz_json_parse.cc holds parse to it).
 Result<Value> parse(std::string_view text, const ParseLimits& limits = {});
 
+// The nesting depth of `value`: 0 for a scalar, 1 for [] or {}, 2 for [[]].
+// Counted without recursion, and it stops counting past `stop_after` (the
+// answer is then stop_after + 1): a value built elsewhere must still parse
+// back within ParseLimits::max_depth once stored.
+std::size_t depth(const Value& value, std::size_t stop_after = ParseLimits{}.max_depth);
+
 // RFC 8785 canonical serialization (UTF-8 bytes). Errc::not_canonical for NaN,
 // ±Infinity, invalid UTF-8 in a string or member name, binary values, and
 // integers that writing as a double would change (the same rule as parse(), so

@@ -16,6 +16,7 @@
 // An integer literal passes if its double is that integer exactly, or if it is
 // already the RFC 8785 form of its double (1152921504606847000 for 2^60):
 // canonical output must parse back to itself.
+#include <algorithm>
 #include <charconv>
 #include <cstdint>
 #include <exception>
@@ -23,6 +24,7 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <utility>
 #include <vector>
 
 #include "taskyon/json/json.h"
@@ -268,6 +270,22 @@ Result<Value> parse(std::string_view text, const ParseLimits& limits) {
     return fail(Errc::internal, std::string("JSON parser failed: ") + printable(e.what()));
   }
 #endif
+}
+
+std::size_t depth(const Value& value, std::size_t stop_after) {
+  // Depth-first over containers, each with its own level; scalars add nothing.
+  std::vector<std::pair<const Value*, std::size_t>> todo{{&value, 1}};
+  std::size_t deepest = 0;
+  while (!todo.empty()) {
+    const auto [v, level] = todo.back();
+    todo.pop_back();
+    if (!v->is_structured()) continue;
+    deepest = std::max(deepest, level);
+    if (deepest > stop_after) return stop_after + 1;
+    for (const auto& child : *v)
+      if (child.is_structured()) todo.emplace_back(&child, level + 1);
+  }
+  return deepest;
 }
 
 }  // namespace taskyon::json

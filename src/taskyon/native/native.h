@@ -14,6 +14,7 @@
 #include <chrono>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -88,6 +89,11 @@ Session::Ask ask_on_terminal();
 struct Context {
   std::chrono::milliseconds timeout{10000};  // the call's wall-clock limit
   Session* session = nullptr;                // null: nothing is approved and no one can be asked
+  // The revision's modules as store::code_modules gives them, read and
+  // re-hashed from the store ({NAME: {"main": PATH, "files": {PATH: TEXT}}});
+  // null: it names none. Only executePython's revisions have them (its
+  // pure-Python wheels, issue 17).
+  std::shared_ptr<const json::Value> modules = nullptr;
 };
 
 struct NativeFunction {

@@ -19,11 +19,13 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 
 #include <fmt/format.h>
 
 #include "taskyon/hardening/probe.h"
 #include "taskyon/hardening/runtime_files.h"
+#include "taskyon/modules/module.h"
 #include "taskyon/native/python_internal.h"
 #include "taskyon/sandbox/workdir.h"
 
@@ -275,11 +277,19 @@ std::string find_on_path(std::string_view path_env, std::string_view name) {
   }
 }
 
-std::vector<std::string> python_argv(const Interpreter& python, PythonIsolation isolation) {
+std::vector<std::string> python_argv(const Interpreter& python, PythonIsolation isolation,
+                                     const std::vector<std::string>& sys_path) {
   // -I: isolated (no PYTHON* variables, no user site, no script or cwd directory on sys.path);
   // -B: writes no bytecode; -u: unbuffered, so output before a kill is kept; -: the program is stdin.
-  if (isolation == PythonIsolation::strict) return {python.executable, "-I", "-S", "-B", "-u", "-"};
-  return {python.executable, "-I", "-B", "-u", "-"};
+  std::vector<std::string> argv = isolation == PythonIsolation::strict
+                                      ? std::vector<std::string>{python.executable, "-I", "-S", "-B", "-u", "-"}
+                                      : std::vector<std::string>{python.executable, "-I", "-B", "-u", "-"};
+  if (!sys_path.empty()) {  // -I ignores PYTHONPATH: the prelude puts the wheels' directories on sys.path
+    argv.back() = "-c";
+    argv.emplace_back(kSysPathPrelude);
+    argv.insert(argv.end(), sys_path.begin(), sys_path.end());
+  }
+  return argv;
 }
 
 }  // namespace detail
@@ -292,6 +302,74 @@ std::vector<std::string> current_environment() {
   std::vector<std::string> env;
   for (char** e = environ; e && *e; ++e) env.emplace_back(*e);
   return env;
+}
+
+// Writes `bytes` to a new file `path` (mode 0644 whatever the umask). The
+// error's message is strerror's only: the caller names the file (the
+// host's scratch path is nobody's business, and the tool sees this error).
+Result<void> write_file(const std::string& path, std::string_view bytes) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (fd < 0) return fail(Errc::io, std::strerror(errno));
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int error = n < 0 ? errno : EIO;
+      ::close(fd);
+      return fail(Errc::io, std::strerror(error));
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  if (::fchmod(fd, 0644) != 0 || ::close(fd) != 0) return fail(Errc::io, std::strerror(errno));
+  return {};
+}
+
+// A directory `path` (mode 0755 whatever the umask): readable by the
+// sandbox's uid, whose root binds it. strerror's message only, as above.
+Result<void> make_dir(const std::string& path) {
+  if (::mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) return fail(Errc::io, std::strerror(errno));
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return fail(Errc::io, std::strerror(errno));
+  if (!S_ISDIR(st.st_mode)) return fail(Errc::io, std::strerror(ENOTDIR));
+  if (::chmod(path.c_str(), 0755) != 0) return fail(Errc::io, std::strerror(errno));
+  return {};
+}
+
+// The wheels' files under <scratch>/wheels/<N>/ (N: 0, 1, … in NAME order);
+// those directories, for sys.path. Each path is checked again by the rule
+// `module add` and store::code_modules apply (modules::check_wheel_path),
+// and an error names the wheel and its file, never the scratch directory.
+Result<std::vector<std::string>> unpack_wheels(const Value& wheels, const std::string& scratch) {
+  std::vector<std::string> dirs;
+  if (!wheels.is_object() || wheels.empty()) return dirs;
+  const std::string top = scratch + "/wheels";
+  const auto unpacking = [](const std::string& name, const std::string& path, const Error& e) {
+    return fail(Errc::io, fmt::format("cannot unpack the wheel {}{}{}: {}", name, path.empty() ? "" : "'s file ", path,
+                                      e.message),
+                "/modules/" + name);
+  };
+  if (auto made = make_dir(top); !made)
+    return fail(Errc::io, "cannot make the directory the wheels are unpacked to: " + made.error().message);
+  for (const auto& [name, wheel] : wheels.items()) {
+    const std::string dir = top + "/" + std::to_string(dirs.size());
+    if (auto made = make_dir(dir); !made) return unpacking(name, "", made.error());
+    if (!wheel.is_object() || !wheel.contains("files") || !wheel.at("files").is_object())
+      return fail(Errc::internal, "a wheel without files", name);
+    for (const auto& [path, text] : wheel.at("files").items()) {
+      if (!text.is_string()) return fail(Errc::internal, "a wheel's file is not text", name + "/" + path);
+      if (auto ok = modules::check_wheel_path(path); !ok)
+        return fail(Errc::bad_usage, fmt::format("the wheel {} cannot be unpacked: {}", name, ok.error().message),
+                    "/modules/" + name);
+      for (std::size_t slash = path.find('/'); slash != std::string::npos; slash = path.find('/', slash + 1))
+        if (auto made = make_dir(dir + "/" + path.substr(0, slash)); !made)
+          return unpacking(name, path.substr(0, slash) + "/", made.error());
+      if (auto written = write_file(dir + "/" + path, text.get_ref<const std::string&>()); !written)
+        return unpacking(name, path, written.error());
+    }
+    dirs.push_back(dir);
+  }
+  return dirs;
 }
 
 int exit_code_of(int wait_status) {
@@ -355,14 +433,26 @@ std::string approval_question(PythonIsolation isolation) {
 }
 
 Result<Value> execute(const Interpreter& python, std::string_view code, PythonIsolation isolation,
-                      std::chrono::milliseconds timeout, const std::string& helper) {
+                      std::chrono::milliseconds timeout, const std::string& helper, const Value* wheels) {
   auto workdir = detail::ScratchDir::make(sandbox::kPythonWorkdirPrefix);
   if (!workdir) return std::unexpected(workdir.error());
+  // The wheels go to a scratch directory of their own: without bubblewrap
+  // the sandbox's root is a tmpfs mounted on `workdir`, which would hide
+  // anything below it from the binds that build that root.
+  std::optional<detail::ScratchDir> wheel_dir;
+  Result<std::vector<std::string>> sys_path;
+  if (wheels != nullptr && wheels->is_object() && !wheels->empty()) {
+    auto made = detail::ScratchDir::make(sandbox::kPythonWorkdirPrefix);
+    if (!made) return std::unexpected(made.error());
+    wheel_dir.emplace(std::move(*made));
+    sys_path = unpack_wheels(*wheels, wheel_dir->path());
+    if (!sys_path) return std::unexpected(sys_path.error());
+  }
   sandbox::Launcher launcher;  // declared before the child: it must outlive it
   Result<std::unique_ptr<sandbox::Child>> child =
       isolation == PythonIsolation::strict
-          ? detail::spawn_strict(python, helper, workdir->path(), launcher)
-          : detail::spawn_plain(detail::python_argv(python, isolation),
+          ? detail::spawn_strict(python, helper, workdir->path(), launcher, *sys_path)
+          : detail::spawn_plain(detail::python_argv(python, isolation, *sys_path),
                                 {"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8"}, workdir->path());
   if (!child) return std::unexpected(child.error());
   const Collected c = detail::collect(**child, code, timeout, kMaxOutputBytes);
@@ -439,7 +529,8 @@ NativeFunction function() {
             if (isolation == PythonIsolation::host)
               context.session->warn_once("python-host",
                                          host_mode_warning(context.session->preapproved(std::string(kPythonId))));
-            return execute(*found, text, isolation, context.timeout, context.session->helper());
+            return execute(*found, text, isolation, context.timeout, context.session->helper(),
+                           context.modules ? context.modules.get() : nullptr);
           }};
 }
 

@@ -89,8 +89,19 @@ Result<void> strict_requirements(const hardening::Support& support, bool bubblew
 const Result<void>& strict_available();
 
 // Runs `code` under `isolation` with `timeout` (docs: the result above).
+// `wheels` (null or absent: none): the revision's pure-Python wheels,
+// {NAME: {"main": PATH, "files": {PATH: TEXT}}} (native::Context::modules):
+// each is unpacked into its own directory of a private scratch directory of
+// the run (0755 directories, 0644 files; not the working directory, which
+// the sandbox's own root covers), which is put first on sys.path
+// in NAME order; strict mode binds that directory read-only into the
+// sandbox's root and grants it to Landlock for reading, nothing more. The
+// program then runs as `python3 … -c PRELUDE DIR…` (the prelude puts the
+// DIRs on sys.path, empties sys.argv after -c, and executes stdin as
+// "<stdin>") instead of `python3 … -`. Errc::io when a file cannot be written.
 Result<json::Value> execute(const Interpreter& python, std::string_view code, PythonIsolation isolation,
-                            std::chrono::milliseconds timeout, const std::string& helper);
+                            std::chrono::milliseconds timeout, const std::string& helper,
+                            const json::Value* wheels = nullptr);
 
 // The session tycli's flags ask for: --approve-python (`approve_python`),
 // --python-isolation host|strict (`isolation`; "host" is host, anything else

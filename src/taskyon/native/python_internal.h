@@ -73,8 +73,12 @@ class ScratchDir {
 // Starts the interpreter for a strict run (python_strict.cc): inside
 // bubblewrap and the helper when bubblewrap is usable, else contained
 // directly. `launcher` must outlive the child.
+// `sys_path`: directories (the run's unpacked wheels) the interpreter may
+// read and list, bound read-only into its root and put first on sys.path
+// (python_argv).
 Result<std::unique_ptr<sandbox::Child>> spawn_strict(const Interpreter& python, const std::string& helper,
-                                                     const std::string& workdir, sandbox::Launcher& launcher);
+                                                     const std::string& workdir, sandbox::Launcher& launcher,
+                                                     const std::vector<std::string>& sys_path = {});
 
 // One bubblewrap run in strict mode's minimal root (python_strict.cc):
 // bwrap's namespaces, /usr and the top-level system directories read-only,
@@ -107,7 +111,17 @@ std::string find_on_path(std::string_view path_env, std::string_view name);
 // The first line of `text`.
 std::string first_line(std::string_view text);
 
-// The interpreter's command line in each mode (code on stdin).
-std::vector<std::string> python_argv(const Interpreter& python, PythonIsolation isolation);
+// The interpreter's command line in each mode (code on stdin). With
+// `sys_path` (absolute directories): `-c kSysPathPrelude DIR…` instead of
+// `-`, the DIRs on sys.path right after the standard library (after its
+// last lib-dynload entry; at the end when there is none): a wheel never
+// shadows a standard-library module (docs/modules.md, "Python wheels"),
+// and in host mode it still comes before site-packages.
+inline constexpr const char* kSysPathPrelude =
+    "import sys; n = max([i + 1 for i, p in enumerate(sys.path) if p.endswith('/lib-dynload')], "
+    "default=len(sys.path)); sys.path[n:n] = sys.argv[1:]; del sys.argv[1:]; del n, sys\n"
+    "exec(compile(__import__('sys').stdin.buffer.read(), '<stdin>', 'exec'))\n";
+std::vector<std::string> python_argv(const Interpreter& python, PythonIsolation isolation,
+                                     const std::vector<std::string>& sys_path = {});
 
 }  // namespace taskyon::native::python::detail

@@ -340,11 +340,14 @@ Result<std::vector<std::string>> strict_binds(const Interpreter& python) {
 }
 
 Result<std::unique_ptr<sandbox::Child>> spawn_strict(const Interpreter& python, const std::string& helper,
-                                                     const std::string& workdir, sandbox::Launcher& launcher) {
-  const auto argv = python_argv(python, PythonIsolation::strict);
+                                                     const std::string& workdir, sandbox::Launcher& launcher,
+                                                     const std::vector<std::string>& sys_path) {
+  const auto argv = python_argv(python, PythonIsolation::strict, sys_path);
   auto python_files = hardening::runtime_files(python.executable);
   if (!python_files) return std::unexpected(std::move(python_files.error()));
-  const Reads reads = strict_reads(python, *python_files);
+  Reads reads = strict_reads(python, *python_files);
+  // The run's unpacked wheels: read and listed (Landlock), bound read-only.
+  reads.trees.insert(reads.trees.end(), sys_path.begin(), sys_path.end());
   const hardening::rlimits::Limits limits{.data_bytes = kStrictDataBytes, .open_files = kOpenFiles};
   const Bubblewrap& bw = bubblewrap();
   if (const auto& strict = strict_available(); !strict) return std::unexpected(strict.error());
@@ -371,6 +374,7 @@ Result<std::unique_ptr<sandbox::Child>> spawn_strict(const Interpreter& python, 
   auto binds = strict_binds(python);
   if (!binds) return std::unexpected(std::move(binds.error()));
   run.binds = std::move(*binds);
+  run.binds.insert(run.binds.end(), sys_path.begin(), sys_path.end());
   run.binds.insert(run.binds.end(), helper_files->named.begin(), helper_files->named.end());
   run.command = {helper_path, std::string(kContainEntry), "--data-bytes", std::to_string(kStrictDataBytes)};
   for (const std::string& t : reads.trees) run.command.insert(run.command.end(), {"--tree", t});

@@ -12,7 +12,7 @@ constexpr std::array<std::string_view, 10> kKnownFields = {
     "name", "description", "parameters", "execution", "runtime",
     "code", "native",      "service",    "capabilities", "modules"};
 
-// modules: {SPECIFIER: MODULE ID, …}, sandboxed code only (issue 17).
+// modules: {SPECIFIER: MODULE ID, …}, sandboxed code and kPythonNative only (issue 17).
 Result<void> check_modules(const json::Value& m) {
   if (!m.is_object() || m.empty())
     return fail(Errc::invalid_manifest, "\"modules\" must be an object {\"SPECIFIER\": \"sha256:…\"} with at least one entry",
@@ -126,8 +126,17 @@ Result<void> parse_class_fields(const json::Value& d, Manifest& m) {
       if (!native) return std::unexpected(native.error());
       if (native->empty()) return fail(Errc::invalid_manifest, "\"native\" is empty (expected a native function id)", "/native");
       m.native = *native;
-      for (auto f : {"runtime", "code", "service", "modules"})
+      for (auto f : {"runtime", "code", "service"})
         if (auto r = forbid(d, f, exec); !r) return r;
+      if (d.contains("modules")) {
+        if (m.native != kPythonNative)
+          return fail(Errc::invalid_manifest,
+                      fmt::format("\"modules\" is allowed for sandboxed code and for {} (wheels), not for the native "
+                                  "\"{}\"", kPythonNative, m.native),
+                      "/modules");
+        if (auto r = check_modules(d["modules"]); !r) return r;
+        m.modules = d["modules"];
+      }
       return {};
     }
     case Execution::external_service: {

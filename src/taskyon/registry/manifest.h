@@ -8,9 +8,11 @@
 // sandboxed code only, at most kMaxCodeBytes), native (native function id,
 // trusted-native only), service (external-service only: {"mcp": {command, tool,
 // cwd?, outputSchema?}} for an MCP server over stdio, or {"https": {url}}), capabilities
-// (object; a request, never a grant), modules (sandboxed code only: {SPECIFIER:
-// MODULE ID}, the libraries its code may require(), modules/module.h; hashed
-// with the rest, so a changed module is a new revision). Unknown fields are refused so that a
+// (object; a request, never a grant), modules ({SPECIFIER: MODULE ID}: for
+// sandboxed code the libraries its code may require() or import(); for the
+// trusted-native kPythonNative the pure-Python wheels its programs may
+// import; modules/module.h; hashed with the rest, so a changed module is a
+// new revision). Unknown fields are refused so that a
 // typo can never pass for a different meaning.
 #pragma once
 
@@ -44,7 +46,7 @@ struct Manifest {
   std::string native;        // trusted native
   json::Value service;       // external service (object), else null
   json::Value capabilities;  // object, or null when absent
-  json::Value modules;       // sandboxed code: {SPECIFIER: MODULE ID} (issue 17), or null when absent
+  json::Value modules;       // sandboxed code or kPythonNative: {SPECIFIER: MODULE ID} (issue 17), or null when absent
   json::Value definition;    // the whole manifest as given (what is hashed)
 };
 
@@ -66,6 +68,10 @@ std::string trust_required_message(const Manifest& manifest);
 // The settings revision of a tool without settings: content id of "{}".
 // Per-tool settings objects are content-addressed like manifests.
 std::string empty_settings_revision();
+
+// The native id of executePython (= native::python::kPythonId), the one
+// trusted-native tool that may name modules: pure-Python wheels (issue 17).
+inline constexpr std::string_view kPythonNative = "taskyon.executePython";
 
 // A `modules` key: an npm package name (npm's rules for new packages: lower
 // case, URL-safe, at most 214 characters, an optional "@scope/"), which tool

@@ -164,6 +164,7 @@ std::vector<std::string> node_argv(const std::string& node, const RuntimeConfig&
       node,
       fmt::format("--max-old-space-size={}", config.heap_limit_mb),
       "--experimental-permission",
+      "--experimental-vm-modules",
       "--no-warnings",
       "--openssl-config=/dev/null",
       "-e",

@@ -43,6 +43,11 @@ std::optional<std::string> find_on_path(std::string_view name, bool (*accept)(co
 //   --max-old-space-size=<heap_limit_mb>  V8 heap cap, MiB
 //   --experimental-permission             Node 20 permission model, no --allow-*:
 //                                         no fs, child_process, worker, addons
+//   --experimental-vm-modules             vm.SourceTextModule/SyntheticModule and import()
+//                                         answered by an importModuleDynamically callback: the
+//                                         guest's ES module loader (docs/modules.md). It adds
+//                                         no authority: the modules it makes run in the same
+//                                         context, under the same permission model and layers
 //   --no-warnings                         keeps the permission model's warning off fd 2
 //   --openssl-config=/dev/null            OpenSSL reads no host configuration (Landlock
 //                                         grants /dev/null, not /etc/ssl)

@@ -39,7 +39,9 @@ ModuleSummary summary_of(const StoredRecord& r, std::size_t bytes) {
           r.record.value("integrity", ""),
           r.record["files"].size(),
           bytes,
-          r.created_at};
+          r.created_at,
+          {},
+          r.record.value("kind", "")};
 }
 
 }  // namespace
@@ -77,6 +79,7 @@ Result<StoredModule> stored_module(Store& store, std::string_view ref) {
   m.version = r->record.value("version", "");
   m.main = r->record.value("main", "");
   m.integrity = r->record.value("integrity", "");
+  m.kind = r->record.value("kind", "");
   auto stmt = store.database().prepare("SELECT content FROM module_files WHERE id = ?1");
   if (!stmt) return std::unexpected(stmt.error());
   std::size_t bytes_total = 0;
@@ -130,7 +133,13 @@ Result<std::vector<ModuleSummary>> list_modules(Store& store) {
   return out;
 }
 
-Result<json::Value> code_modules(Store& store, const json::Value& named, std::string_view code) {
+std::string_view module_kind(const registry::Manifest& manifest) {
+  return manifest.execution == registry::Execution::trusted_native && manifest.native == registry::kPythonNative
+             ? modules::kWheelKind
+             : std::string_view();
+}
+
+Result<json::Value> code_modules(Store& store, const json::Value& named, std::string_view code, std::string_view kind) {
   if (!named.is_object()) return json::Value();
   std::vector<std::string> missing;
   json::Value out = json::Value::object();
@@ -144,6 +153,20 @@ Result<json::Value> code_modules(Store& store, const json::Value& named, std::st
       continue;
     }
     if (!m) return std::unexpected(m.error());
+    if (m->kind != kind)
+      return fail(Errc::bad_usage,
+                  m->kind.empty() ? fmt::format("the module {} ({}) is an npm package; a Python tool's modules are "
+                                                "pure-Python wheels", specifier, ref)
+                                  : fmt::format("the module {} ({}) is a Python wheel; a JavaScript tool's modules are "
+                                                "npm packages", specifier, ref),
+                  "/modules/" + specifier);
+    // A wheel stored before a rule of check_wheel_files existed (native code, a
+    // standard-library name, a path it cannot be unpacked to) is refused here,
+    // at install and at every call, as `module add` refuses it now.
+    if (!kind.empty())
+      if (auto ok = modules::check_wheel_files(m->files); !ok)
+        return fail(Errc::bad_usage, fmt::format("the wheel {} ({}) cannot be used: {}", specifier, ref, ok.error().message),
+                    ok.error().where.empty() ? "/modules/" + specifier : ok.error().where);
     json::Value files = json::Value::object();
     for (auto& [path, text] : m->files) {
       bytes += text.size();

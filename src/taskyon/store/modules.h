@@ -13,6 +13,7 @@
 #include "taskyon/base/error.h"
 #include "taskyon/json/json.h"
 #include "taskyon/modules/module.h"
+#include "taskyon/registry/manifest.h"
 #include "taskyon/store/store.h"
 
 namespace taskyon::store {
@@ -22,11 +23,12 @@ struct ModuleSummary {
   std::string name;
   std::string version;
   std::string main;
-  std::string integrity;  // npm's, when it came from a tarball
+  std::string integrity;  // "sha512-…" of the tarball or wheel it came from
   std::size_t files = 0;
   std::size_t bytes = 0;  // its files together
   std::string created_at;
   std::string problem = {};  // empty; else why the stored module cannot be used (tampered), for list_modules
+  std::string kind = {};     // empty: npm; modules::kWheelKind: a pure-Python wheel
 };
 
 // Stores `module` (idempotent by content); its id. `created` says whether it was new.
@@ -52,9 +54,17 @@ Result<std::vector<ModuleSummary>> list_modules(Store& store);
 // The modules a manifest's `modules` ({SPECIFIER: MODULE ID}; null: none)
 // names, read and re-hashed: Errc::not_found naming every one this store does
 // not hold, Errc::bad_usage past modules::kMaxRevisionModuleBytes together or
-// when they and `code` would not fit in modules::kMaxLoadFrameBytes as JSON.
-// What the load frame hands the sandbox (sandbox::ToolCode::modules):
+// when they and `code` would not fit in modules::kMaxLoadFrameBytes as JSON,
+// and for a module of another kind than `kind` (empty: npm, for JavaScript;
+// modules::kWheelKind for a Python tool), naming it.
+// What the load frame hands the sandbox (sandbox::ToolCode::modules), and
+// what a Python tool unpacks (native::Context::modules):
 // {SPECIFIER: {"main": PATH, "files": {PATH: TEXT}}}; null for none.
-Result<json::Value> code_modules(Store& store, const json::Value& modules, std::string_view code);
+Result<json::Value> code_modules(Store& store, const json::Value& modules, std::string_view code,
+                                 std::string_view kind = {});
+
+// The kind of module `manifest`'s `modules` name: modules::kWheelKind for
+// registry::kPythonNative, empty (npm) for sandboxed code.
+std::string_view module_kind(const registry::Manifest& manifest);
 
 }  // namespace taskyon::store

@@ -232,7 +232,8 @@ Result<Store> Store::open_for_reading(const std::string& path) {
 Result<InstallResult> Store::install(const registry::Manifest& manifest, Activate activate,
                                      const std::optional<Trust>& trust) {
   if (auto ok = check_installable(manifest, trust); !ok) return std::unexpected(ok.error());
-  if (auto held = code_modules(*this, manifest.modules, manifest.code); !held) return std::unexpected(held.error());
+  if (auto held = code_modules(*this, manifest.modules, manifest.code, module_kind(manifest)); !held)
+    return std::unexpected(held.error());
   auto canonical = json::canonicalize(manifest.definition);
   if (!canonical) return std::unexpected(canonical.error());
   InstallResult result{json::content_id(*canonical), manifest.name, false, false, std::nullopt};

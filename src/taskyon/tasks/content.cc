@@ -95,6 +95,15 @@ Result<void> check_tool_definition(const json::Value& c) {
 }  // namespace
 
 Result<void> check_content(Role role, const json::Value& content) {
+  // A stored task is read back with the parser's depth limit: content deeper
+  // than that (arguments or a result wrapped in their members) could be
+  // stored and hashed but never read again.
+  constexpr std::size_t kMaxDepth = json::ParseLimits{}.max_depth;
+  if (json::depth(content, kMaxDepth) > kMaxDepth)
+    return bad(fmt::format("the content nests deeper than {} levels of arrays and objects, with its members "
+                           "(docs/limits.md): the store could not read it back",
+                           kMaxDepth),
+               "/content");
   auto kind = content_kind(content);
   if (!kind) return std::unexpected(kind.error());
   const auto& body = content[*kind];

@@ -75,8 +75,10 @@ Result<std::string> content_kind(const json::Value& content);
 // A provider call id as functionCall.callId allows (see above).
 bool is_provider_call_id(const json::Value& value);
 
-// Checks the content's shape for its kind and that the role may hold it.
-// Errc::invalid_task, `where` a JSON pointer under "/content".
+// Checks the content's shape for its kind, that the role may hold it, and
+// that it nests at most json::ParseLimits::max_depth (512) levels, members
+// included, so a stored task parses back. Errc::invalid_task, `where` a JSON
+// pointer under "/content".
 Result<void> check_content(Role role, const json::Value& content);
 
 // The hashed identity object of a task (see above).
