@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <set>
 #include <string>
 #include <thread>
@@ -969,6 +970,40 @@ TEST(SandboxPool, PrestartedSandboxTakesItsRevisionWithItsLoadFrameAndIsAsHarden
   auto a = run(pool, request(rev("pre-a"), probe));
   EXPECT_FALSE(a.fresh_sandbox);
   EXPECT_EQ(a.value["seen"], nullptr);  // b's state never reached a's sandbox
+}
+
+// A spare's harness ran its warm-up before any load frame; code a harness
+// frame makes from the tool's function (a `then` getter that is Function,
+// called while the harness awaits the tool's return) still meets the tool's
+// own loader in a revision with modules and a refusal without (issue 17b F1
+// after issue 19's warm-up): never Node's loader.
+TEST(SandboxPool, PrestartedSandboxHandsNoRuntimeLoaderToCodeTheHarnessMakes) {
+  RuntimeConfig config;
+  config.prestart = 1;
+  Pool pool(config);
+  const std::string probe = R"(() => {
+      const o = {};
+      Object.defineProperty(o, 'then', { get: Function.bind(null, "const [resolve] = arguments; resolve(Promise.all(" +
+        "['node:fs', 'node:vm', 'data:text/javascript,export default 2', 'one'].map((s) => import(s).then(" +
+        "(m) => 'loaded ' + String(m.default), (e) => e.code || e.message))));") });
+      return o;
+    })";
+  const Value refused = "ERR_TASKYON_MODULE_REFUSED";
+  for (const bool with_modules : {true, false}) {
+    auto spares = wait_for_spares(pool, 1);
+    ASSERT_EQ(spares.size(), 1u);
+    auto r = request(rev(with_modules ? "pre-loader-mod" : "pre-loader-plain"), probe);
+    if (with_modules) {
+      r.tool.modules = std::make_shared<const Value>(
+          Value{{"one", Value{{"main", "one.mjs"}, {"files", Value{{"one.mjs", "export default 1;\n"}}}}}});
+    }
+    auto out = run(pool, r);
+    ASSERT_EQ(out.status, Status::ok) << out.error;
+    EXPECT_TRUE(out.fresh_sandbox);
+    EXPECT_EQ(pid_of(pool, r.tool.revision), spares[0]);  // the call ran in the pre-started one
+    EXPECT_EQ(out.value, Value::array({refused, refused, refused, with_modules ? Value("loaded 1") : refused}))
+        << (with_modules ? "with modules: " : "without: ") << out.value.dump();
+  }
 }
 
 TEST(SandboxPool, PrestartedSandboxesAreDestroyedAtShutdownWithAReason) {
