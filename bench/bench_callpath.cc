@@ -9,11 +9,16 @@
 //       pinned (sched_setaffinity, every thread of the child) to CPU 0
 //       (same_cpu) or the host to CPU 0 and the child to CPU 1 (cross_cpu).
 //       Counters: *_us (mean wall time per call), ours_x_floor, ours_x_node,
-//       ours_x_deno, node_x_floor, and host_cpu_us (the calling thread's CPU
-//       time per Pool::call).
+//       ours_x_deno, node_x_floor, host_cpu_us (the calling thread's CPU
+//       time per Pool::call) and node_host_cpu_us (the same for the Node
+//       peer's round trip), child_cpu_us and node_child_cpu_us (CPU time of
+//       every thread of the sandbox's runtime, of the Node peer, per call:
+//       /proc/PID/task/*/schedstat). CPU times barely move with the load of
+//       other processes; wall times do.
 //   CallPath/arg100k/same_cpu, …/cross_cpu
 //       a 100 KiB argument (an array of small objects), `({a,b}) => a.length+b`:
-//       ours vs the plain Node child doing the same parse; ours_x_node.
+//       ours vs the plain Node child doing the same parse; ours_x_node, and
+//       the CPU counters as above.
 //   CallPath/cold
 //       the first call of a revision in a fresh hardened sandbox (start, load,
 //       call) vs `node -e 0` with the same empty environment; ours_x_node0.
@@ -123,6 +128,26 @@ void unpin_self() {
   CPU_ZERO(&set);
   for (int i = 0; i < CPU_SETSIZE && i < 64; ++i) CPU_SET(i, &set);
   sched_setaffinity(0, sizeof set, &set);
+}
+
+// CPU time of every thread of `pid` so far, seconds (/proc/PID/task/*/schedstat,
+// field 1: nanoseconds on a CPU). Unlike wall time it hardly moves with the
+// load of other processes on the machine.
+double process_cpu_seconds(pid_t pid) {
+  double total = 0;
+  const std::string dir = "/proc/" + std::to_string(pid) + "/task";
+  if (DIR* d = opendir(dir.c_str())) {
+    while (dirent* e = readdir(d)) {
+      if (e->d_name[0] == '.') continue;
+      if (FILE* f = std::fopen((dir + "/" + e->d_name + "/schedstat").c_str(), "r")) {
+        unsigned long long ns = 0;
+        if (std::fscanf(f, "%llu", &ns) == 1) total += static_cast<double>(ns) * 1e-9;
+        std::fclose(f);
+      }
+    }
+    closedir(d);
+  }
+  return total;
 }
 
 double thread_cpu_seconds() {
@@ -286,18 +311,24 @@ void Warm(benchmark::State& state) {
   pin(node->pid(), child_cpu);
   if (deno) pin(deno->pid(), child_cpu);
   pin(sandbox_pid(pool, request.tool.revision), child_cpu);
-  double floor_us = 0, node_us = 0, deno_us = 0, ours_us = 0, cpu_s = 0;
+  const pid_t ours_pid = sandbox_pid(pool, request.tool.revision);
+  double floor_us = 0, node_us = 0, deno_us = 0, ours_us = 0, cpu_s = 0, node_host_s = 0;
+  double node_child_s = 0, ours_child_s = 0;
   std::int64_t rounds = 0;
   for (auto _ : state) {
     floor_us += block_us(kBlock, [&] { return floor->round_trip(frame); }, ok);
+    double c0 = thread_cpu_seconds(), g0 = process_cpu_seconds(node->pid());
     node_us += block_us(kBlock, [&] { return node->round_trip(frame); }, ok);
+    node_host_s += thread_cpu_seconds() - c0;
+    node_child_s += process_cpu_seconds(node->pid()) - g0;
     if (deno) deno_us += block_us(kBlock, [&] { return deno->round_trip(frame); }, ok);
-    const double c0 = thread_cpu_seconds();
+    c0 = thread_cpu_seconds(), g0 = process_cpu_seconds(ours_pid);
     ours_us += block_us(kBlock, [&] {
       auto outcome = pool.call(request);
       return outcome && outcome->status == sandbox::Status::ok && outcome->value == 3;
     }, ok);
     cpu_s += thread_cpu_seconds() - c0;
+    ours_child_s += process_cpu_seconds(ours_pid) - g0;
     ++rounds;
     if (!ok) {
       state.SkipWithError("a round trip failed");
@@ -311,6 +342,9 @@ void Warm(benchmark::State& state) {
   state.counters["node_us"] = node_us / n;
   state.counters["ours_us"] = ours_us / n;
   state.counters["host_cpu_us"] = cpu_s * 1e6 / (n * kBlock);
+  state.counters["node_host_cpu_us"] = node_host_s * 1e6 / (n * kBlock);
+  state.counters["child_cpu_us"] = ours_child_s * 1e6 / (n * kBlock);
+  state.counters["node_child_cpu_us"] = node_child_s * 1e6 / (n * kBlock);
   state.counters["ours_x_floor"] = ours_us / floor_us;
   state.counters["ours_x_node"] = ours_us / node_us;
   state.counters["node_x_floor"] = node_us / floor_us;
@@ -348,17 +382,22 @@ void Arg100k(benchmark::State& state) {
   pin(node->pid(), child_cpu);
   pin(sandbox_pid(pool, request.tool.revision), child_cpu);
   constexpr int kBig = 20;
-  double node_us = 0, ours_us = 0, cpu_s = 0;
+  const pid_t ours_pid = sandbox_pid(pool, request.tool.revision);
+  double node_us = 0, ours_us = 0, cpu_s = 0, node_host_s = 0, node_child_s = 0, ours_child_s = 0;
   std::int64_t rounds = 0;
   bool ok = true;
   for (auto _ : state) {
+    double c0 = thread_cpu_seconds(), g0 = process_cpu_seconds(node->pid());
     node_us += block_us(kBig, [&] { return node->round_trip(frame); }, ok);
-    const double c0 = thread_cpu_seconds();
+    node_host_s += thread_cpu_seconds() - c0;
+    node_child_s += process_cpu_seconds(node->pid()) - g0;
+    c0 = thread_cpu_seconds(), g0 = process_cpu_seconds(ours_pid);
     ours_us += block_us(kBig, [&] {
       auto outcome = pool.call(request);
       return outcome && outcome->status == sandbox::Status::ok;
     }, ok);
     cpu_s += thread_cpu_seconds() - c0;
+    ours_child_s += process_cpu_seconds(ours_pid) - g0;
     ++rounds;
     if (!ok) {
       state.SkipWithError("a round trip failed");
@@ -371,6 +410,9 @@ void Arg100k(benchmark::State& state) {
   state.counters["node_us"] = node_us / n;
   state.counters["ours_us"] = ours_us / n;
   state.counters["host_cpu_us"] = cpu_s * 1e6 / (n * kBig);
+  state.counters["node_host_cpu_us"] = node_host_s * 1e6 / (n * kBig);
+  state.counters["child_cpu_us"] = ours_child_s * 1e6 / (n * kBig);
+  state.counters["node_child_cpu_us"] = node_child_s * 1e6 / (n * kBig);
   state.counters["ours_x_node"] = ours_us / node_us;
 }
 BENCHMARK(Arg100k)->Name("CallPath/arg100k")->ArgName("cross_cpu")->Arg(0)->Arg(1)->Iterations(10)->Unit(benchmark::kMillisecond);

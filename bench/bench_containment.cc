@@ -12,7 +12,8 @@
 //   Containment/pool_warm_call   one more call to the retained sandbox
 //   Containment/warm_call_layers/other:N  a warm call to a retained sandbox
 //                                with every layer and to one with other layers
-//                                (compared_layers), alternated call by call in
+//                                (compared_layers: 5-7 seccomp, Landlock, all
+//                                kernel layers off), alternated call by call in
 //                                one run, host and sandboxes on one CPU;
 //                                counters: the median of each (µs), all_over_other
 #include <benchmark/benchmark.h>
@@ -135,13 +136,20 @@ BENCHMARK(PoolWarmCall)->Name("Containment/pool_warm_call")->Unit(benchmark::kMi
 
 // The layer set of warm_call_layers/N's second pool: 0 the layers before issue
 // 11, 1-3 every layer but one of its three, 4 every layer (the control: its
-// ratio is the noise of the alternation itself).
+// ratio is the noise of the alternation itself), 5 every layer but seccomp,
+// 6 every layer but Landlock, 7 none of the kernel layers (issue 19: what the
+// layers cost a warm call next to a plain Node child; tycli never does this).
 hardening::Layers compared_layers(std::int64_t variant) {
   switch (variant) {
     case 0: return {.sandbox_uid = false, .mount_namespace = false, .pid_namespace = false};
     case 1: return {.sandbox_uid = false};
     case 2: return {.mount_namespace = false};
     case 3: return {.pid_namespace = false};
+    case 5: return {.seccomp = false};
+    case 6: return {.landlock = false};
+    case 7:
+      return {.namespaces = false, .landlock = false, .seccomp = false, .sandbox_uid = false,
+              .mount_namespace = false, .pid_namespace = false};
     default: return {};
   }
 }
@@ -190,8 +198,9 @@ void WarmCallLayers(benchmark::State& state) {
 }
 BENCHMARK(WarmCallLayers)
     ->Name("Containment/warm_call_layers")
-    ->ArgName("other")  // 0 before issue 11, 1 no sandbox uid, 2 no mount namespace, 3 no PID namespace, 4 all
-    ->DenseRange(0, 4)
+    ->ArgName("other")  // 0 before issue 11, 1 no sandbox uid, 2 no mount namespace, 3 no PID namespace, 4 all,
+                        // 5 no seccomp, 6 no Landlock, 7 no kernel layer
+    ->DenseRange(0, 7)
     ->Unit(benchmark::kMicrosecond)
     ->MinTime(2.0);
 

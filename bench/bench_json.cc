@@ -12,6 +12,8 @@
 // text, numbers (integers and fractions), nested objects and arrays.
 #include <benchmark/benchmark.h>
 
+#include <time.h>
+
 #include <bit>
 #include <chrono>
 #include <cstdint>
@@ -136,5 +138,60 @@ void Ratio(benchmark::State& state) {
   state.counters["bytes"] = static_cast<double>(bytes().size());
 }
 BENCHMARK(Ratio)->Name("Json/ratio");
+
+}  // namespace
+
+namespace {
+
+// The 100 KiB argument of CallPath/arg100k (an array of small objects): what
+// writing it into a call frame costs (thread CPU time), each into one reused
+// string as the pool does: nlohmann's serializer against the canonical
+// writer; canonical_x_dump = canonical time / dump time.
+Value args100k() {
+  Value a = Value::array();
+  std::size_t bytes = 0;
+  for (int i = 0; bytes < (100u << 10); ++i) {
+    Value item = {{"k", i}, {"v", "abcdefgh"}};
+    bytes += item.dump().size() + 1;
+    a.push_back(std::move(item));
+  }
+  return {{"a", std::move(a)}, {"b", 1}};
+}
+
+// CPU time of the calling thread, seconds: the machine is shared.
+double thread_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+void Args100k(benchmark::State& state) {
+  const Value args = args100k();
+  std::string out;
+  double dump = 0, canonical = 0;
+  for (auto _ : state) {
+    const double t0 = thread_seconds();
+    for (int i = 0; i < 20; ++i) {
+      out.clear();
+      nlohmann::detail::serializer<Value> s(nlohmann::detail::output_adapter<char>(out), ' ',
+                                            Value::error_handler_t::strict);
+      s.dump(args, false, false, 0);
+      benchmark::DoNotOptimize(out.data());
+    }
+    const double t1 = thread_seconds();
+    for (int i = 0; i < 20; ++i) {
+      out.clear();
+      benchmark::DoNotOptimize(taskyon::json::canonicalize_into(args, out));
+    }
+    const double t2 = thread_seconds();
+    dump += t1 - t0;
+    canonical += t2 - t1;
+  }
+  const double n = static_cast<double>(state.iterations()) * 20;
+  state.counters["dump_us"] = dump * 1e6 / n;
+  state.counters["canonical_us"] = canonical * 1e6 / n;
+  state.counters["canonical_x_dump"] = canonical / dump;
+}
+BENCHMARK(Args100k)->Name("Json/args100k");
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <set>
 #include <string>
 #include <thread>
@@ -167,6 +168,35 @@ TEST(SandboxProtocol, RefusesAnythingElse) {
   EXPECT_FALSE(protocol::parse_load_reply(R"({"type":"ready","extra":1})").has_value());
   EXPECT_FALSE(protocol::parse_load_reply(R"({"type":"load_error","message":1})").has_value());
   EXPECT_FALSE(protocol::parse_load_reply(R"({"type":"result","id":1,"value":1})").has_value());
+}
+
+// A result frame exactly as the harness writes it has only its value parsed
+// (issue 19); it must read as the full parser reads it, and refuse what that refuses.
+TEST(SandboxProtocol, AResultFrameReadsTheSameWhicheverWayItIsWritten) {
+  for (const std::string& value : {
+           std::string("3"), std::string("null"), std::string(R"("caf\u00e9 \ud83d\ude00")"),
+           std::string(R"({"b":[1,2.5,-0,1e21,{"c":null}],"a":"x"})"), std::string(510, '[') + std::string(510, ']'),
+       }) {
+    const std::string plain = R"({"type":"result","id":7,"value":)" + value + "}";
+    const std::string spaced = R"({ "type": "result", "id": 7, "value": )" + value + " }";
+    auto fast = protocol::parse_call_reply(plain, 7);
+    auto full = protocol::parse_call_reply(spaced, 7);
+    ASSERT_TRUE(fast.has_value()) << fast.error().message;
+    ASSERT_TRUE(full.has_value()) << full.error().message;
+    EXPECT_EQ(fast->kind, protocol::Frame::Kind::result);
+    EXPECT_EQ(fast->value, full->value) << value.substr(0, 40);
+  }
+  for (const std::string& line : {
+           std::string(R"({"type":"result","id":7,"value":1,"value":2})"),  // duplicate member
+           std::string(R"({"type":"result","id":7,"value":1}})"),           // trailing bytes
+           std::string(R"({"type":"result","id":70,"value":1})"),           // another id, same digits first
+           std::string(R"({"type":"result","id":07,"value":1})"),           // not JSON
+           std::string(R"({"type":"result","id":7,"value":1,"x":{}})"),     // extra member
+           std::string(R"({"type":"result","id":7,"value":18446744073709551615})"),  // not canonicalizable
+           std::string(R"({"type":"result","id":7,"value":)") + std::string(512, '[') + std::string(512, ']') + "}",
+       }) {
+    EXPECT_FALSE(protocol::parse_call_reply(line, 7).has_value()) << line.substr(0, 80);
+  }
 }
 
 TEST(SandboxProtocol, LineReaderSplitsLinesAcrossFeeds) {
@@ -342,6 +372,34 @@ TEST(SandboxPool, ResultLargerThanAFrameIsABoundaryFailure) {
   auto fits = run(pool, request(rev("big2"), "(a) => a.s + a.s", Value{{"s", std::string(300000, 'y')}}));
   ASSERT_EQ(fits.status, Status::ok) << fits.error;
   EXPECT_EQ(fits.value.get<std::string>().size(), 600000u);
+}
+
+// Every call's context: a frozen plain object with the same members as ever;
+// storage and signal are getters (issue 19), storage one frozen object per call.
+TEST(SandboxPool, TheContextKeepsItsShape) {
+  Pool pool;
+  const std::string code = R"((args, context) => {
+      const storage = context.storage;
+      return {
+        keys: Object.keys(context).sort(),
+        frozen: Object.isFrozen(context) && Object.isFrozen(storage),
+        plain: Object.getPrototypeOf(context) === Object.prototype,
+        same: storage === context.storage && context.signal === context.signal,
+        aborted: context.signal.aborted,
+        fresh: globalThis.last !== storage && (globalThis.last = storage) !== undefined,
+      };
+    })";
+  for (int i = 0; i < 2; ++i) {
+    auto out = run(pool, request(rev("shape"), code));
+    ASSERT_EQ(out.status, Status::ok) << out.error;
+    EXPECT_EQ(out.value["keys"], (Value{"createSubtasksResult", "fetch", "progress", "resolveInvocation", "signal",
+                                        "storage"}));
+    EXPECT_EQ(out.value["frozen"], true);
+    EXPECT_EQ(out.value["plain"], true);
+    EXPECT_EQ(out.value["same"], true);
+    EXPECT_EQ(out.value["aborted"], false);
+    EXPECT_EQ(out.value["fresh"], true) << "call " << i;  // each call has its own storage object
+  }
 }
 
 TEST(SandboxPool, PermissionModelDeniesFilesystem) {
@@ -912,6 +970,40 @@ TEST(SandboxPool, PrestartedSandboxTakesItsRevisionWithItsLoadFrameAndIsAsHarden
   auto a = run(pool, request(rev("pre-a"), probe));
   EXPECT_FALSE(a.fresh_sandbox);
   EXPECT_EQ(a.value["seen"], nullptr);  // b's state never reached a's sandbox
+}
+
+// A spare's harness ran its warm-up before any load frame; code a harness
+// frame makes from the tool's function (a `then` getter that is Function,
+// called while the harness awaits the tool's return) still meets the tool's
+// own loader in a revision with modules and a refusal without (issue 17b F1
+// after issue 19's warm-up): never Node's loader.
+TEST(SandboxPool, PrestartedSandboxHandsNoRuntimeLoaderToCodeTheHarnessMakes) {
+  RuntimeConfig config;
+  config.prestart = 1;
+  Pool pool(config);
+  const std::string probe = R"(() => {
+      const o = {};
+      Object.defineProperty(o, 'then', { get: Function.bind(null, "const [resolve] = arguments; resolve(Promise.all(" +
+        "['node:fs', 'node:vm', 'data:text/javascript,export default 2', 'one'].map((s) => import(s).then(" +
+        "(m) => 'loaded ' + String(m.default), (e) => e.code || e.message))));") });
+      return o;
+    })";
+  const Value refused = "ERR_TASKYON_MODULE_REFUSED";
+  for (const bool with_modules : {true, false}) {
+    auto spares = wait_for_spares(pool, 1);
+    ASSERT_EQ(spares.size(), 1u);
+    auto r = request(rev(with_modules ? "pre-loader-mod" : "pre-loader-plain"), probe);
+    if (with_modules) {
+      r.tool.modules = std::make_shared<const Value>(
+          Value{{"one", Value{{"main", "one.mjs"}, {"files", Value{{"one.mjs", "export default 1;\n"}}}}}});
+    }
+    auto out = run(pool, r);
+    ASSERT_EQ(out.status, Status::ok) << out.error;
+    EXPECT_TRUE(out.fresh_sandbox);
+    EXPECT_EQ(pid_of(pool, r.tool.revision), spares[0]);  // the call ran in the pre-started one
+    EXPECT_EQ(out.value, Value::array({refused, refused, refused, with_modules ? Value("loaded 1") : refused}))
+        << (with_modules ? "with modules: " : "without: ") << out.value.dump();
+  }
 }
 
 TEST(SandboxPool, PrestartedSandboxesAreDestroyedAtShutdownWithAReason) {

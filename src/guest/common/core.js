@@ -29,8 +29,9 @@
   //                              (a runtime module by name, kSafeBuiltins only) its
   //                              process.getBuiltinModule
   //   io.limits                  {maxFrameBytes, maxLogBytes, maxDepth} from the host's argv
-  // and gets back {emitLog, onLine, onFrame, describe, importFromHarness}:
-  // onFrame(frame) is onLine for a frame already parsed (JSON.parse); and
+  // and gets back {emitLog, onLine, onFrame, describe, warmUp, importFromHarness}:
+  // onFrame(frame) is onLine for a frame already parsed (JSON.parse);
+  // warmUp() runs the call path once before a load frame (see below); and
   // importFromHarness(specifier) must answer every import() the runtime
   // routes to the harness's own script — code that Function or eval made
   // while a frame of the harness was on top (the harness calling a function
@@ -520,8 +521,10 @@
     let tool = null;        // the loaded function
     let loading = false;    // a load frame arrived; loading is in progress or done
     let current = null;     // the call in progress: {id, waiting, controller, ended}, or null
+                            // (waiting: a Map req -> waiter, made with the call's first request)
     let logBytes = 0;       // log text sent for the current call, bytes
     let nextReq = 1;        // request numbers count 1, 2, 3… over the sandbox's life (the host checks)
+    let pipelined = null;   // {id, args}: a call frame that came while the code was loading
 
     // Sends one log frame for the current call. Logs outside a call are dropped.
     // Once more than maxLogBytes were sent, the rest of the call's logs are
@@ -681,13 +684,14 @@
       return new PromiseCtor((resolve, reject) => {
         let onAbort = null;
         const settle = () => { if (onAbort !== null) removeEventListener(signal, 'abort', onAbort); };
+        if (call.waiting === null) call.waiting = new MapCtor();
         mapSet(call.waiting, req, {
           resolve: (value) => { settle(); resolve(value); },
           reject: (error) => { settle(); reject(error); },
         });
         if (signal !== undefined) {
           onAbort = () => {
-            if (mapGet(call.waiting, req) === undefined) return;
+            if (call.waiting === null || mapGet(call.waiting, req) === undefined) return;
             mapDelete(call.waiting, req);
             if (call === current && !call.ended) writeFrame('{"type":"abort","id":' + call.id + ',"req":' + req + '}');
             reject(signalReason(signal));
@@ -701,7 +705,7 @@
     // A reply for a request nobody waits for any more (aborted by its signal,
     // or its call ended) is dropped.
     function onReply(frame) {
-      if (current === null) return;
+      if (current === null || current.waiting === null) return;
       const waiter = mapGet(current.waiting, frame.req);
       if (waiter === undefined) return;
       mapDelete(current.waiting, frame.req);
@@ -776,22 +780,51 @@
 
     // A fresh, frozen context for one call: every capability in it is bound to
     // that call and refused once it has ended; `signal` aborts when it ends.
-    function contextFor(call) {
-      const req = (op, args) => request(call, op, args, undefined);
-      const callFetch = function fetch(input, init) { return fetchFor(call, input, init); };
-      return freeze({
-        fetch: callFetch,
-        get signal() { return signalOf(call); },
-        progress: (value, total, message) => emitProgress(call, value, total, message),
-        createSubtasksResult: (drafts) => req('createSubtasksResult', { drafts }),
-        resolveInvocation: (name) => req('resolveInvocation', { name: StringCtor(name) }),
-        storage: freeze({
+    // `signal` and `storage` are own, enumerable getters, each one shared
+    // function that finds its call in a private field stamped on the context
+    // (issue 19: an object literal's getter is a new closure, hence a new
+    // hidden class, per call — three quarters of the harness's work in a warm
+    // call). Nothing but the harness can read the field. `storage` is made
+    // when first read, then the same frozen object: most calls never use it,
+    // and its four functions were a fifth of the garbage a warm call left.
+    class Stamp { constructor(object) { return object; } }
+    class CallOf extends Stamp {
+      #call;
+      constructor(object, call) { super(object); this.#call = call; }
+      static of(object) { return object.#call; }
+    }
+    const callOf = CallOf.of;
+    const signalProperty = freeze({
+      get: function signal() { return signalOf(callOf(this)); },
+      enumerable: true, configurable: true,
+    });
+    function storageOf(call) {
+      if (call.storage === null) {
+        const req = (op, args) => request(call, op, args, undefined);
+        call.storage = freeze({
           get: (key) => req('storage.get', { key: StringCtor(key) }),
           set: (key, value) => req('storage.set', { key: StringCtor(key), value: value === undefined ? null : value }),
           delete: (key) => req('storage.delete', { key: StringCtor(key) }),
           list: (prefix) => req('storage.list', { prefix: prefix === undefined ? '' : StringCtor(prefix) }),
-        }),
-      });
+        });
+      }
+      return call.storage;
+    }
+    const storageProperty = freeze({
+      get: function storage() { return storageOf(callOf(this)); },
+      enumerable: true, configurable: true,
+    });
+    function contextFor(call) {
+      const context = {
+        fetch: function fetch(input, init) { return fetchFor(call, input, init); },
+        progress: (value, total, message) => emitProgress(call, value, total, message),
+        createSubtasksResult: (drafts) => request(call, 'createSubtasksResult', { drafts }, undefined),
+        resolveInvocation: (name) => request(call, 'resolveInvocation', { name: StringCtor(name) }, undefined),
+      };
+      new CallOf(context, call);  // stamps the private field on `context`
+      defineProperty(context, 'signal', signalProperty);
+      defineProperty(context, 'storage', storageProperty);
+      return freeze(context);
     }
 
     // Ends `call`: its context refuses from now on, its pending requests are
@@ -800,7 +833,7 @@
     // its signal aborts, which is how tool code learns the call was stopped.
     function endCall(call) {
       call.ended = true;
-      call.waiting = new MapCtor();
+      call.waiting = null;
       if (call.controller !== null) abortCall(call);
     }
 
@@ -838,10 +871,16 @@
       }
       tool = fn;
       writeFrame('{"type":"ready"}');
+      if (pipelined !== null) {
+        const { id, args } = pipelined;
+        pipelined = null;
+        runCall(id, args);
+      }
     }
 
     async function runCall(id, args) {
-      const call = { id, waiting: new MapCtor(), controller: null, ended: false };  // controller: signalOf()
+      // waiting: request(); controller: signalOf(); storage: storageOf()
+      const call = { id, waiting: null, controller: null, ended: false, storage: null };
       current = call;
       logBytes = 0;
       progressFrames = 0;
@@ -878,14 +917,35 @@
       if ((frame.type === 'cap_result' || frame.type === 'cap_error') && typeof frame.req === 'number') {
         return onReply(frame);
       }
-      if (frame.type === 'call' && tool !== null && current === null &&
+      if (frame.type === 'call' && current === null && pipelined === null &&
           typeof frame.id === 'number' && frame.id > 0 && frame.id % 1 === 0 && 'args' in frame) {
-        runCall(frame.id, frame.args);
-        return;
+        if (tool !== null) {
+          runCall(frame.id, frame.args);
+          return;
+        }
+        if (loading) {  // the first call, sent right behind the load frame: it runs once loaded
+          pipelined = { id: frame.id, args: frame.args };
+          return;
+        }
       }
       io.fatal(65, 'unexpected host frame');
     }
 
     defineProperty(globalThis, 'fetch', { value: idleFetch, configurable: true, enumerable: true, writable: true });
-    return { emitLog, onLine, onFrame, describe, importFromHarness };
+    // Runs the call path's functions once on a call that never starts (no
+    // frame is written, nothing of it is kept), so that the runtime compiles
+    // them while a pre-started sandbox waits instead of during its first call
+    // (issue 19). Only before a load frame came; false (and nothing done) after.
+    function warmUp() {
+      if (loading) return false;
+      const call = { id: 0, waiting: null, controller: null, ended: true, storage: null };
+      contextFor(call);
+      resultFrame(0, { warm: [1, 'up'] });
+      errorFrame(0, describe(new ErrorCtor('warm')));
+      endCall(call);
+      onLine('{"type":"cap_result","req":0,"value":null}');  // no call runs: dropped
+      return true;
+    }
+
+    return { emitLog, onLine, onFrame, describe, warmUp, importFromHarness };
   }

@@ -440,6 +440,21 @@ Result<std::string> canonicalize(const Value& value) {
 #endif
 }
 
+Result<void> canonicalize_into(const Value& value, std::string& out) {
+#if defined(__cpp_exceptions)
+  try {
+#endif
+    AppendSink sink;
+    sink.out = &out;
+    if (auto failed = Writer<AppendSink>(sink).run(value)) return std::unexpected(std::move(*failed));
+    return {};
+#if defined(__cpp_exceptions)
+  } catch (const std::exception& e) {
+    return fail(Errc::internal, std::string("canonicalization failed: ") + e.what());
+  }
+#endif
+}
+
 Result<std::string> content_id_of(const Value& value) {
 #if defined(__cpp_exceptions)  // wasm/ builds without exceptions: a throw there is a trap
   try {

@@ -3,7 +3,8 @@
 // up to that size: StringSink to a std::string, Sha256Sink to SHA-256 (it
 // never holds the whole text; content_id_of). The writer asks for room(n) and
 // formats straight into the buffer, so a number or a short member name costs
-// one bounds check and no copy.
+// one bounds check and no copy. AppendSink appends to a string the caller
+// owns instead (canonicalize_into).
 #pragma once
 
 #include <cstddef>
@@ -64,6 +65,13 @@ struct StringDrain {
   void drain(const char* p, std::size_t n) { out.append(p, n); }
 };
 using StringSink = BufferedSink<StringDrain>;
+
+// Appends to a string the caller owns (canonicalize_into).
+struct AppendDrain {
+  std::string* out = nullptr;
+  void drain(const char* p, std::size_t n) { out->append(p, n); }
+};
+using AppendSink = BufferedSink<AppendDrain>;
 
 class Sha256Drain {
  public:

@@ -38,6 +38,8 @@ struct ParseLimits {
 // form of its double (1152921504606847000, how JCS writes 2^60): canonical
 // text always parses back. Integers keep nlohmann's integer types; fractions
 // and exponents are read as the nearest double (1e-400 is 0), as JSON.parse does.
+// Whatever parse() accepts, canonicalize() accepts (the sandbox's frame
+// parser relies on it; fuzz/fuzz_json_parse.cc holds parse to it).
 Result<Value> parse(std::string_view text, const ParseLimits& limits = {});
 
 // The nesting depth of `value`: 0 for a scalar, 1 for [] or {}, 2 for [[]].
@@ -53,6 +55,11 @@ std::size_t depth(const Value& value, std::size_t stop_after = ParseLimits{}.max
 // is the JSON pointer of the offending value (bytes of a member name that are
 // not UTF-8 shown as \xNN). Any nesting depth: no recursion.
 Result<std::string> canonicalize(const Value& value);
+
+// canonicalize(), appended to `out` (its capacity kept: a caller that reuses
+// one string allocates a large text's memory once). On an error `out` may
+// hold part of the text.
+Result<void> canonicalize_into(const Value& value, std::string& out);
 
 // ECMAScript Number::toString(x) (ECMA-262 §6.1.6.1.20) for a finite double:
 // "1e+21", "1e-7", "0.30000000000000004", "0" for -0, "5e-324".

@@ -150,6 +150,9 @@ struct Pool::Impl {
 
   // A pre-started sandbox for a fresh call, or null. One that died or wrote
   // while it waited is destroyed (its reason recorded) and the next is tried.
+  // The filler is not woken here: the caller wakes it once its call has
+  // ended (refill_after), so starting the next spare — a fork of this
+  // process — never competes with the first call it was kept for.
   std::shared_ptr<Sandbox> take_spare() {
     if (config.prestart == 0) return nullptr;
     for (;;) {
@@ -160,7 +163,6 @@ struct Pool::Impl {
         spare = std::move(spares.front());
         spares.pop_front();
       }
-      filler_cv.notify_all();
       auto why = spare->idle_check();
       if (!why) return spare;
       {
@@ -323,8 +325,10 @@ struct Pool::Impl {
                           bool* load_crashed = nullptr) {
     CallOutcome outcome;
     outcome.fresh_sandbox = fresh;
+    std::size_t call_sent = 0;  // bytes of the call frame sent behind the load frame
     if (fresh) {
-      Sandbox::Loaded loaded = sandbox.load(load_frame, deadline, request.cancel);
+      Sandbox::Loaded loaded = sandbox.load(load_frame, deadline, request.cancel, call_frame);
+      call_sent = loaded.call_sent;
       if (loaded.machinery) return std::unexpected(std::move(*loaded.machinery));
       if (load_crashed) *load_crashed = loaded.status == Status::crashed;
       if (loaded.status != Status::ok) {
@@ -335,8 +339,9 @@ struct Pool::Impl {
         return outcome;
       }
     }
-    CallOutcome called = sandbox.call(id, call_frame, deadline, request.capabilities, request.cancel, request.attribution,
-                                      request.on_log, request.on_progress);
+    CallOutcome called = sandbox.call(id, std::string_view(call_frame).substr(call_sent), deadline,
+                                      request.capabilities, request.cancel, request.attribution, request.on_log,
+                                      request.on_progress);
     called.fresh_sandbox = fresh;
     if (std::string reason = failure_reason(called.status); !reason.empty()) called.destroyed = std::move(reason);
     return called;
@@ -416,8 +421,16 @@ struct Pool::Impl {
       load_frame = std::move(*encoded);
     }
     bool from_spare = false;
+    // Wakes the filler when this call ends, if it took or tried a spare.
+    struct RefillAfter {
+      std::condition_variable* cv = nullptr;
+      ~RefillAfter() {
+        if (cv) cv->notify_all();
+      }
+    } refill_after;
     if (fresh) {
       evict_for_room(slot.get());
+      if (config.prestart > 0) refill_after.cv = &filler_cv;
       sandbox = take_spare();
       from_spare = sandbox != nullptr;
       if (sandbox) {
@@ -519,13 +532,31 @@ Result<CallOutcome> Pool::call(const CallRequest& request) {
     auto node = impl_->node_path();
     if (!node) return std::unexpected(std::move(node.error()));
     const std::uint64_t id = impl_->next_call_id.fetch_add(1);
-    auto call_frame = protocol::encode_call(id, request.args, impl_->config.max_frame_bytes);
-    if (!call_frame) return std::unexpected(std::move(call_frame.error()));
+    // The frame goes into this thread's reused string (issue 19: a fresh one
+    // per call cost a 100 KiB argument its allocation and page faults each
+    // time); one above 1 MiB is given back after the call. A call made from
+    // inside a call on this thread (an on_log callback) gets its own.
+    thread_local std::string reused_frame;
+    thread_local bool reused_busy = false;
+    std::string own_frame;
+    const bool reuse = !reused_busy;
+    std::string& call_frame = reuse ? reused_frame : own_frame;
+    struct Release {
+      bool reuse;
+      ~Release() {
+        if (!reuse) return;
+        reused_busy = false;
+        if (reused_frame.capacity() > (1u << 20)) std::string().swap(reused_frame);
+      }
+    } release{reuse};
+    if (reuse) reused_busy = true;
+    if (auto written = protocol::encode_call_into(call_frame, id, request.args, impl_->config.max_frame_bytes); !written)
+      return std::unexpected(std::move(written.error()));
 
     if (impl_->interrupted_flag.load()) return impl_->refused(false);
     auto outcome = request.mode == Mode::disposable
-                       ? impl_->call_disposable(request, *node, id, *call_frame, deadline)
-                       : impl_->call_retained(request, *node, id, *call_frame, deadline);
+                       ? impl_->call_disposable(request, *node, id, call_frame, deadline)
+                       : impl_->call_retained(request, *node, id, call_frame, deadline);
     if (!outcome) return outcome;
     // After every call: back inside the budget. The sandbox just used is the
     // most recently used, so it goes last.

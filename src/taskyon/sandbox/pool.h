@@ -10,7 +10,8 @@
 // stdout, each frame at most RuntimeConfig::max_frame_bytes):
 //   host  -> child  {"type":"load","code":STRING}
 //   child -> host   {"type":"ready"} | {"type":"load_error","message":STRING}
-//   host  -> child  {"type":"call","id":N,"args":VALUE}
+//   host  -> child  {"type":"call","id":N,"args":VALUE}   (a fresh sandbox's first one is written
+//                   right behind the load frame; the harness runs it once loaded, never before)
 //   child -> host   {"type":"log","id":N,"level":L,"text":STRING}   (0..n)
 //   child -> host   {"type":"progress","id":N,"progress":NUMBER,"total":NUMBER|null,"message":STRING}
 //                   (0..n; context.progress, handed to CallRequest::on_progress, not kept)

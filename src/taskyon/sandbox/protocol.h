@@ -30,9 +30,16 @@ inline constexpr std::size_t kMaxDepth = 512;
 Result<std::string> encode_load(std::string_view code, std::size_t max_frame_bytes,
                                 const json::Value* modules = nullptr);
 
-// {"type":"call","id":ID,"args":ARGS}\n. Errc::invalid_arguments when the args
-// hold invalid UTF-8 or the frame would exceed max_frame_bytes.
+// {"type":"call","id":ID,"args":ARGS}\n with ARGS in RFC 8785 form.
+// Errc::invalid_arguments when json::canonicalize refuses the args (invalid
+// UTF-8, NaN or ±Infinity, an integer a double cannot hold: JSON.parse would
+// change it) or the frame would exceed max_frame_bytes.
 Result<std::string> encode_call(std::uint64_t id, const json::Value& args, std::size_t max_frame_bytes);
+// The same frame written into `line` (emptied first; empty again on an
+// error). Its capacity is kept: a caller that reuses one string allocates,
+// and the kernel maps, a large frame's memory once, not per call.
+Result<void> encode_call_into(std::string& line, std::uint64_t id, const json::Value& args,
+                              std::size_t max_frame_bytes);
 
 // Why a child frame was refused, for people.
 struct Violation {
@@ -66,9 +73,10 @@ std::expected<Frame, Violation> parse_load_reply(std::string_view line);
 // with ID the unsigned integer `id` and C, R unsigned integers: a cap or abort
 // frame may name an earlier call (Frame::call), which the sandbox refuses as a
 // stale context (S2). Lines are parsed by json::parse, so every accepted value
-// can be canonicalized (a result value is checked with json::canonicalize
-// too). Anything else (an unknown op included: there is no generic RPC, M1) is
-// a Violation.
+// can be canonicalized (json.h: canonicalize accepts whatever parse accepts;
+// fuzz/fuzz_frames.cc and fuzz_json_parse.cc hold both to it). A result frame
+// exactly as the harness writes it has only its value parsed. Anything else
+// (an unknown op included: there is no generic RPC, M1) is a Violation.
 std::expected<Frame, Violation> parse_call_reply(std::string_view line, std::uint64_t id);
 
 // {"type":"cap_result","req":R,"value":VALUE}\n or, for a failed reply,

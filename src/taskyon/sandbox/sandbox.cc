@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cerrno>
 #include <climits>
@@ -96,6 +97,7 @@ struct Sandbox::LogBook {
 
   // Raw bytes from the child's fd 2: one "stderr" entry per line.
   void add_stderr(std::string_view bytes) {
+    if (raw_stderr) raw_stderr->append(bytes);
     if (truncated) return;
     for (;;) {
       const std::size_t newline = bytes.find('\n');
@@ -115,6 +117,7 @@ struct Sandbox::LogBook {
 
   std::size_t max_bytes;
   const std::function<void(const LogEntry&)>* sink = nullptr;  // CallRequest::on_log, as entries are kept
+  std::string* raw_stderr = nullptr;  // also gets every byte of fd 2 as read (a pipelined load)
   std::size_t used = 0;
   bool truncated = false;
   std::vector<LogEntry> entries;
@@ -209,11 +212,16 @@ std::optional<std::uint64_t> statm_resident(const Fd& statm) {
   char text[128];
   const ssize_t n = ::pread(statm.get(), text, sizeof text - 1, 0);
   if (n <= 0) return std::nullopt;
-  text[n] = '\0';
-  unsigned long long size = 0, resident = 0;
-  if (std::sscanf(text, "%llu %llu", &size, &resident) != 2) return std::nullopt;
+  // "size resident shared …": the second number (from_chars: no locale, no
+  // scanf machinery on the budget's per-call path).
+  const char* const end = text + n;
+  std::uint64_t size = 0, resident = 0;
+  auto got = std::from_chars(text, end, size);
+  if (got.ec != std::errc() || got.ptr == end || *got.ptr != ' ') return std::nullopt;
+  got = std::from_chars(got.ptr + 1, end, resident);
+  if (got.ec != std::errc()) return std::nullopt;
   static const auto page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
-  return static_cast<std::uint64_t>(resident) * page;
+  return resident * page;
 }
 
 }  // namespace
@@ -221,7 +229,14 @@ std::optional<std::uint64_t> statm_resident(const Fd& statm) {
 std::optional<std::uint64_t> Sandbox::resident_bytes() const {
   auto runtime = statm_ ? statm_resident(statm_) : sandbox::resident_bytes(pid());
   if (!runtime) return std::nullopt;  // the runtime is gone
-  if (init_statm_) *runtime += statm_resident(init_statm_).value_or(0);
+  if (init_statm_) {
+    std::uint64_t init = init_rss_.load(std::memory_order_relaxed);
+    if (init == 0) {
+      init = statm_resident(init_statm_).value_or(0);
+      if (loaded_.load(std::memory_order_relaxed)) init_rss_.store(init, std::memory_order_relaxed);
+    }
+    *runtime += init;
+  }
   return runtime;
 }
 
@@ -327,8 +342,10 @@ Sandbox::Ended Sandbox::exchange(std::string_view first, Deadline deadline, cons
   };
 
   // Hands every complete line to on_line; nullopt when the exchange goes on.
+  std::size_t last_line = 0;  // bytes of the last line handed on, '\n' included
   auto take_lines = [&]() -> std::optional<Ended> {
     while (auto line = reader_.next()) {
+      last_line = line->size() + 1;
       auto taken = on_line(std::move(*line), out);
       if (!taken) return Ended{End::violation, std::move(taken.error().message)};
       if (*taken) return Ended{End::done, {}};
@@ -336,12 +353,14 @@ Sandbox::Ended Sandbox::exchange(std::string_view first, Deadline deadline, cons
     return std::nullopt;
   };
   // Reads what the child wrote to fd 1 until it would block, at most `rounds` reads.
+  std::size_t last_read = 0;  // bytes of the last read of fd 1
   auto read_stdout = [&](int rounds) -> std::optional<Ended> {
     for (int i = 0; i < rounds; ++i) {
       const ssize_t n = ::read(child_->stdout_fd(), chunk, kChunk);
       if (n < 0 && errno == EINTR) continue;
       if (n < 0 && errno == EAGAIN) return std::nullopt;
       if (n <= 0) return Ended{End::closed, {}};
+      last_read = static_cast<std::size_t>(n);
       if (!reader_.feed(std::string_view(chunk, static_cast<std::size_t>(n)))) {
         return Ended{End::violation, fmt::format("the sandbox sent a line longer than {} bytes", max_frame_bytes_)};
       }
@@ -361,9 +380,11 @@ Sandbox::Ended Sandbox::exchange(std::string_view first, Deadline deadline, cons
       logs.add_stderr(std::string_view(chunk, static_cast<std::size_t>(n)));
     }
   };
-  auto finish = [&](Ended ended) {
-    read_stderr(16);  // what the child wrote to fd 2 just before its last frame
+  const std::size_t first_size = first.size();
+  auto finish = [&](Ended ended, bool stderr_seen = false) {
+    if (!stderr_seen) read_stderr(16);  // what the child wrote to fd 2 just before its last frame
     logs.flush_stderr();
+    ended.first_sent = first_size - first.size();
     return ended;
   };
 
@@ -399,9 +420,20 @@ Sandbox::Ended Sandbox::exchange(std::string_view first, Deadline deadline, cons
       if (auto ended = input_closed()) return finish(std::move(*ended));
     }
     if (extra_at >= 0 && fds[extra_at].revents != 0) on_extra(out);  // may append frames to `out`
-    if (err_at >= 0 && fds[err_at].revents != 0) read_stderr(1);
+    const bool stderr_quiet = err_at < 0 || fds[err_at].revents == 0;
+    if (!stderr_quiet) read_stderr(1);
     if (fds[out_at].revents != 0) {
-      if (auto ended = read_stdout(1)) return finish(std::move(*ended));
+      const bool held = reader_.holds_bytes();
+      if (auto ended = read_stdout(1)) {
+        // The terminal frame alone in one read, with nothing held before it,
+        // written in one piece (at most PIPE_BUF bytes: atomic): it was all in
+        // the pipe when this poll looked, so everything the child wrote to
+        // fd 2 before it was too, and this poll found fd 2 empty. Reading
+        // fd 2 again would only answer EAGAIN (issue 19: a syscall per call).
+        const bool stderr_seen = stderr_quiet && ended->how == End::done && !held && last_read == last_line &&
+                                 last_read <= PIPE_BUF;
+        return finish(std::move(*ended), stderr_seen);
+      }
     }
     if (pid_at >= 0 && fds[pid_at].revents != 0) {
       // The child exited: take whatever it wrote before, then it is closed.
@@ -422,9 +454,20 @@ std::string Sandbox::closed_message(std::string_view during) {
   return fmt::format("the sandbox {} {}", describe_wait_status(status), during);
 }
 
-Sandbox::Loaded Sandbox::load(std::string_view load_frame, Deadline deadline, const CancelToken& cancel) {
+Sandbox::Loaded Sandbox::load(std::string_view load_frame, Deadline deadline, const CancelToken& cancel,
+                              std::string_view then) {
   Loaded loaded;
+  std::string frames;
+  carried_stderr_.clear();
+  if (!then.empty()) {
+    frames.reserve(load_frame.size() + then.size());
+    frames.append(load_frame).append(then);
+  }
   LogBook logs(max_log_bytes_);
+  // With a pipelined call, fd 2 may already hold what that call wrote: every
+  // byte read here is kept for it too, and it gets them all if the load
+  // succeeds (a failed load keeps them as its own logs, as before).
+  if (!then.empty()) logs.raw_stderr = &carried_stderr_;
   auto on_line = [&](std::string line, std::string&) -> std::expected<bool, protocol::Violation> {
     auto frame = protocol::parse_load_reply(line);
     if (!frame) return std::unexpected(std::move(frame.error()));
@@ -434,10 +477,16 @@ Sandbox::Loaded Sandbox::load(std::string_view load_frame, Deadline deadline, co
     }
     return true;
   };
-  Ended ended = exchange(load_frame, deadline, cancel, on_line, logs, [] { return -1; }, [](std::string&) {});
+  Ended ended = exchange(then.empty() ? load_frame : std::string_view(frames), deadline, cancel, on_line, logs,
+                         [] { return -1; }, [](std::string&) {});
   loaded.logs = std::move(logs.entries);
+  if (ended.how == End::done && ended.first_sent < load_frame.size()) {
+    ended = Ended{End::violation, "the sandbox answered before it had read its load frame"};
+  }
+  loaded.call_sent = ended.first_sent > load_frame.size() ? ended.first_sent - load_frame.size() : 0;
   switch (ended.how) {
     case End::done:
+      loaded_.store(true, std::memory_order_relaxed);
       break;
     case End::cancelled:
       kill("cancelled");
@@ -481,6 +530,10 @@ CallOutcome Sandbox::call(std::uint64_t id, std::string_view call_frame, Deadlin
   CallOutcome outcome;
   LogBook logs(max_log_bytes_);
   logs.sink = &on_log;
+  if (!carried_stderr_.empty()) {  // fd 2 as read while this call's load frame was answered
+    logs.add_stderr(carried_stderr_);
+    carried_stderr_.clear();
+  }
   CapabilityRunner runner(revision_, capabilities, deadline);
   std::size_t progress_frames = 0;
   auto on_line = [&](std::string line, std::string& out) -> std::expected<bool, protocol::Violation> {

@@ -6,6 +6,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -90,13 +91,24 @@ class Sandbox {
     std::string error;              // unless ok
     std::vector<LogEntry> logs;     // the child's stderr while loading
     std::optional<Error> machinery; // the child failed before exec (ExecStep): not the tool's doing
+    std::size_t call_sent = 0;      // bytes of `then` written (all of it, unless the pipe was full)
   };
 
   // Sends the encoded load frame (protocol::encode_load) and waits for the reply.
+  // `then`, when not empty, is the first call's frame, written right behind
+  // the load frame without waiting for "ready": the harness runs that call
+  // once its code is loaded (never before; dropped if the load fails), so a
+  // fresh sandbox's first call costs one round trip, not two (issue 19).
+  // call() then sends the rest of it (Loaded::call_sent) and, since the
+  // runtime's fd 2 cannot be split at "ready", its logs begin with what fd 2
+  // held while the load was answered (a load's own output was dropped on
+  // success before; it now goes with the call that loaded the code). A
+  // "ready" before the whole load frame was written is a protocol error.
   // A cancelled token ends the wait: Status::cancelled, the child killed.
-  Loaded load(std::string_view load_frame, Deadline deadline, const CancelToken& cancel);
+  Loaded load(std::string_view load_frame, Deadline deadline, const CancelToken& cancel, std::string_view then = {});
 
-  // Sends the encoded call frame (protocol::encode_call with `id`) and collects
+  // Sends the encoded call frame (protocol::encode_call with `id`; what load()
+  // has not sent of it when it was pipelined) and collects
   // logs up to the terminal frame, answering capability requests through
   // `capabilities` (null: each is "denied") with this sandbox's revision as the
   // identity (M3). Fills status, value, error, logs and logs_truncated; on
@@ -128,8 +140,11 @@ class Sandbox {
   // /proc/PID/statm opened once at start (one pread per reading: the memory
   // budget reads it after every call): the runtime's, plus, with a PID
   // namespace, its init's (a fork of the host holding a copy-on-write
-  // snapshot of its memory). Never below proportional_bytes(). Safe from any
-  // thread; nullopt when the runtime is gone.
+  // snapshot of its memory). The init's is read until the sandbox has loaded
+  // its code, then kept: by then the init only waits for the runtime, and a
+  // process that runs no code maps no new pages (reclaim can only lower it),
+  // so the kept figure stays at or above the truth. Never below
+  // proportional_bytes(). Safe from any thread; nullopt when the runtime is gone.
   std::optional<std::uint64_t> resident_bytes() const;
   // The sandbox's PSS, bytes (memory.h proportional_bytes()): the runtime's
   // plus its init's, so the memory budget counts every process a sandbox
@@ -155,7 +170,8 @@ class Sandbox {
   enum class End { done, timeout, closed, violation, cancelled };
   struct Ended {
     End how;
-    std::string message;  // violation: what was wrong
+    std::string message;         // violation: what was wrong
+    std::size_t first_sent = 0;  // bytes of the exchange's first frame(s) written
   };
   template <typename OnLine, typename ExtraFd, typename OnExtra>
   Ended exchange(std::string_view first, Deadline deadline, const CancelToken& cancel, OnLine&& on_line,
@@ -173,7 +189,10 @@ class Sandbox {
   std::unique_ptr<char[]> chunk_;  // one read from a pipe (kChunk bytes), reused by every call
   Fd statm_;                       // /proc/PID/statm of the runtime, -1 if it could not be opened
   Fd init_statm_;                  // /proc/PID/statm of its init (PID namespace only), else -1
+  std::atomic<bool> loaded_{false};                   // a load frame was answered "ready"
+  mutable std::atomic<std::uint64_t> init_rss_{0};    // the init's RSS once loaded_, bytes; 0: not read yet
   bool stderr_open_ = true;
+  std::string carried_stderr_;  // fd 2 as read during a pipelined load, for that call's logs (load())
   std::uint64_t last_req_ = 0;  // the last capability request number seen (they count 1, 2, 3… per sandbox)
   static constexpr std::size_t kPastCalls = 64;
   std::deque<std::pair<std::uint64_t, std::string>> past_calls_;  // (call id, attribution), oldest first
