@@ -14,7 +14,6 @@
 
 #include <filesystem>
 #include <map>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -338,10 +337,7 @@ TEST_P(ModulesOn, ARealPackageLoadsOnceAndNothingUndeclaredIsReachable) {
                       R"({"text":"a\n3"})"},
                      home.path());
   ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
-  std::vector<Value> calls;
-  std::istringstream lines(r.out);
-  for (std::string line; std::getline(lines, line);)
-    if (auto v = json::parse(line)) calls.push_back(*v);
+  const std::vector<Value> calls = json_lines(r.out);
   ASSERT_EQ(calls.size(), 2u) << r.out;
   EXPECT_EQ(calls[0]["result"]["rows"], Value::parse(R"([{"a":"1","b":"2"}])")) << r.out;
   EXPECT_EQ(calls[0]["result"]["helper"], "helped");
@@ -509,10 +505,7 @@ TEST_P(ModulesOn, EsModulesLoadFromMemoryAndAreEvaluatedOncePerSandbox) {
                     {{"esm-pkg", esm}, {"cjs", cjs}}));
   auto r = run_tycli({"--json", "call", "esm_user", "--js-runtime", GetParam(), "--args", "{}", "--args", "{}"}, home.path());
   ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
-  std::vector<Value> calls;
-  std::istringstream lines(r.out);
-  for (std::string line; std::getline(lines, line);)
-    if (auto v = json::parse(line)) calls.push_back(*v);
+  const std::vector<Value> calls = json_lines(r.out);
   ASSERT_EQ(calls.size(), 2u) << r.out;
   const Value expected = Value::parse(R"({"cycle": 11, "def": "esm default", "joined": "x/y/", "interop": ["N", "N", 42],
       "meta": "file:///modules/esm-pkg/index.js", "sub": "sub", "feat": "feat x", "later": "sub", "evaluations": 1,
@@ -641,10 +634,7 @@ TEST_P(ModulesOn, CodeTheHarnessMakesFromAToolsFunctionMeetsTheLoader) {
                         R"({"kind":"toPrimitive"})", "--args", R"({"kind":"leaked"})"},
                        home.path());
     ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
-    std::vector<Value> calls;
-    std::istringstream lines(r.out);
-    for (std::string line; std::getline(lines, line);)
-      if (auto v = json::parse(line)) calls.push_back(*v);
+    const std::vector<Value> calls = json_lines(r.out);
     ASSERT_EQ(calls.size(), 5u) << r.out;
     EXPECT_EQ(calls[0]["result"], expected) << "a `then` getter, " << suffix << " on " << runtime << ": " << r.out;
     EXPECT_EQ(calls[1]["result"], (Value{{"o", "serialized"}})) << r.out;

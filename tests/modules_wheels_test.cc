@@ -359,19 +359,26 @@ TEST_F(Wheels, AChangedByteIsANewRevisionAndKindsDoNotMix) {
 // the named wheel imports; a wheel this revision does not name (another
 // revision's) does not; the wheel's directory is read-only; a tampered stored
 // wheel is refused before python3 starts.
-class StrictWheels : public Wheels, public ::testing::WithParamInterface<std::string> {};
+// The arrangement is the parameter: "bwrap", or "kernel_layers" (python3 alone on PATH).
+class StrictWheels : public Wheels, public ::testing::WithParamInterface<std::string> {
+ protected:
+  void SetUp() override {
+    Wheels::SetUp();
+    if (IsSkipped()) return;
+    if (!strict_python()) GTEST_SKIP() << "strict Python is not available here";
+    if (GetParam() == "bwrap" && native::python::bubblewrap().path.empty())
+      GTEST_SKIP() << "bubblewrap is not usable here: " << native::python::bubblewrap().why;
+    if (GetParam() == "kernel_layers") {
+      if (auto ok = native::python::strict_requirements(hardening::support(), false); !ok)
+        GTEST_SKIP() << "strict Python without bubblewrap is not available here: " << ok.error().message;
+      fs::create_directories(home / "bin");
+      fs::create_symlink(native::python::interpreter()->executable, home / "bin" / "python3");
+      path = (home / "bin").string();
+    }
+  }
+};
 
 TEST_P(StrictWheels, AStrictPythonToolImportsItsWheelsAndNothingElse) {
-  if (!strict_python()) GTEST_SKIP() << "strict Python is not available here";
-  if (GetParam() == "bwrap" && native::python::bubblewrap().path.empty())
-    GTEST_SKIP() << "bubblewrap is not usable here: " << native::python::bubblewrap().why;
-  if (GetParam() == "kernel_layers") {
-    if (auto ok = native::python::strict_requirements(hardening::support(), false); !ok)
-      GTEST_SKIP() << "strict Python without bubblewrap is not available here: " << ok.error().message;
-    fs::create_directories(home / "bin");
-    fs::create_symlink(native::python::interpreter()->executable, home / "bin" / "python3");
-    path = (home / "bin").string();
-  }
   const std::string tabular = add(kTabular.string());
   const std::string tiny = add(wheel("tiny-1.0-py3-none-any.whl", {{"tiny/__init__.py", "VALUE = 'tiny'\n"}}));
   ASSERT_FALSE(tabular.empty() || tiny.empty());
@@ -421,16 +428,6 @@ TEST_P(StrictWheels, AStrictPythonToolImportsItsWheelsAndNothingElse) {
 // unicodedata.py replaced the interpreter's), and a wheel unpacks exactly as
 // it was stored: "a..b.py" was stored and then refused at every call.
 TEST_P(StrictWheels, WheelsComeAfterTheStandardLibraryAndUnpackAsStored) {
-  if (!strict_python()) GTEST_SKIP() << "strict Python is not available here";
-  if (GetParam() == "bwrap" && native::python::bubblewrap().path.empty())
-    GTEST_SKIP() << "bubblewrap is not usable here: " << native::python::bubblewrap().why;
-  if (GetParam() == "kernel_layers") {
-    if (auto ok = native::python::strict_requirements(hardening::support(), false); !ok)
-      GTEST_SKIP() << "strict Python without bubblewrap is not available here: " << ok.error().message;
-    fs::create_directories(home / "bin");
-    fs::create_symlink(native::python::interpreter()->executable, home / "bin" / "python3");
-    path = (home / "bin").string();
-  }
   const std::string odd = add(wheel("odd-1.0-py3-none-any.whl", {{"odd/__init__.py", "VALUE = 'odd'\n"},
                                                                    {"odd/a..b.py", "B = 1\n"}}));
   ASSERT_FALSE(odd.empty());

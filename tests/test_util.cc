@@ -91,6 +91,14 @@ CommandResult run_tycli(const std::vector<std::string>& args, const std::filesys
   return run_command(tycli_argv(args), home);
 }
 
+std::vector<json::Value> json_lines(const std::string& text) {
+  std::vector<json::Value> values;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);)
+    if (auto v = json::parse(line)) values.push_back(std::move(*v));
+  return values;
+}
+
 std::string read_file(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   std::ostringstream text;

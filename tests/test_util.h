@@ -48,6 +48,10 @@ CommandResult run_tycli(const std::vector<std::string>& args, const std::filesys
 // The whole content of a file ("" when it cannot be read).
 std::string read_file(const std::filesystem::path& path);
 
+// The lines of `text` that parse as JSON (json::parse), in order: what one
+// `tycli --json call` with several --args printed, a value per call.
+std::vector<json::Value> json_lines(const std::string& text);
+
 // Runs any program (found on PATH) the same way.
 CommandResult run_command(const std::vector<std::string>& argv, const std::filesystem::path& home);
 
