@@ -6,8 +6,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 
@@ -56,6 +58,27 @@ TEST_F(Serve, PrintsWhereItListensAndWritesTheTokenToA0600FileNotToStdout) {
   // A clean shutdown on SIGTERM: exit 0, and the token is gone with the server.
   EXPECT_EQ(s.stop(), 0);
   EXPECT_FALSE(std::filesystem::exists(s.token_file()));
+}
+
+// The ready line is written once SIGTERM is handled: a script that stops the
+// server the moment it reads that line gets the clean shutdown (exit 0, the
+// token file removed). Before, the line came first, and such a SIGTERM met
+// the default action most times here (exit 143, the token file left).
+TEST_F(Serve, ASigtermSentAsSoonAsTheReadyLineIsReadIsACleanShutdown) {
+  for (int i = 0; i < 20; ++i) {
+    int out[2];
+    ASSERT_EQ(::pipe2(out, O_CLOEXEC), 0);
+    const int pid = testing::spawn_tycli_fds({"--json", "serve"}, home.path(), out[1], -1);
+    ::close(out[1]);
+    char c = 0;
+    while (::read(out[0], &c, 1) == 1 && c != '\n') {
+    }
+    ASSERT_EQ(c, '\n') << "no ready line";
+    ::kill(pid, SIGTERM);
+    EXPECT_EQ(testing::wait_exit(pid), 0) << "stop " << i;
+    ::close(out[0]);
+    EXPECT_FALSE(std::filesystem::exists(home.path() / "serve.token")) << "stop " << i;
+  }
 }
 
 TEST_F(Serve, H1ARequestWithoutTheTokenGets401AndChangesAndRevealsNothing) {
@@ -788,6 +811,32 @@ TEST_F(Serve, TheCallPastMaxConcurrentCallsIsRefusedNamingTheLimit) {
   auto q = testing::run_command(
       {"sqlite3", (home / "taskyon.db").string(), "SELECT count(*) FROM tasks WHERE kind = 'functionCall'"}, home.path());
   EXPECT_EQ(q.out, "2\n") << "the refused call is not stored: " << q.err;
+}
+
+// --prestart N (issue 19): the server keeps hardened, not yet loaded sandboxes
+// ready before any call (none without it); a revision's first call takes one;
+// SIGTERM leaves no process; a count past 16 is refused naming the flag.
+TEST_F(Serve, PrestartKeepsSandboxesReadyBeforeTheFirstCallAndLeavesNoneAtExit) {
+  ASSERT_EQ(tycli({"tool", "install", home.write("upper.json", upper.dump())}).exit_code, 0);
+  auto refused = tycli({"serve", "--prestart", "17"});
+  EXPECT_EQ(refused.exit_code, 2) << refused.out << refused.err;
+  EXPECT_THAT(refused.err, HasSubstr("--prestart"));
+  EXPECT_FALSE(std::filesystem::exists(home.path() / "serve.token"));
+  Served s(home, {}, {"--prestart", "2"});
+  ASSERT_TRUE(s.up()) << s.log();
+  std::size_t ready = 0;
+  for (int i = 0; i < 600 && ready == 0; ++i) {
+    ready = testing::processes_in(home / "tmp").size();
+    if (ready == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_GT(ready, 0u) << "no sandbox was started before the first call: " << s.log();
+  auto called = s.post("/v1/call", Value{{"tool", "upper"}, {"args", {{"input", "abc"}}}});
+  ASSERT_TRUE(called);
+  ASSERT_EQ(called->status, 200) << called->body;
+  EXPECT_EQ(body_of(called)["result"], "ABC");
+  EXPECT_EQ(body_of(called)["sandbox"]["fresh"], true) << "a spare is a fresh sandbox for its revision";
+  EXPECT_EQ(s.stop(), 0) << s.log();
+  EXPECT_TRUE(testing::processes_in(home / "tmp").empty()) << "a process is left under the host's TMPDIR";
 }
 
 }  // namespace

@@ -31,6 +31,7 @@ struct ServeArgs {
   std::string js_runtime;
   long long memory_budget_mib = -1;
   long long max_sandboxes = 0;  // 0: the pool's default (sandbox::RuntimeConfig::max_live)
+  long long prestart = 0;       // sandbox::RuntimeConfig::prestart: started, not yet loaded sandboxes kept ready
   std::string page_root;        // --page: a browser host page's files under /page/TOKEN/ (http/page.h)
   std::string page_start = "index.html";
 };
@@ -65,6 +66,9 @@ int serve(Globals& g, const ServeArgs& a) {
   if (a.max_sandboxes < 0 || a.max_sandboxes > 1024)
     return report(g, {Errc::bad_usage, "--max-sandboxes must be 0 (the default) or 1..1024", "--max-sandboxes"});
   if (a.max_sandboxes > 0) core.runtime.max_live = static_cast<std::size_t>(a.max_sandboxes);
+  if (a.prestart < 0 || a.prestart > 16)
+    return report(g, {Errc::bad_usage, "--prestart must be 0..16 sandboxes", "--prestart"});
+  core.runtime.prestart = static_cast<std::size_t>(a.prestart);
   const auto max_wait = core.max_timeout + std::chrono::seconds(30);
   const auto default_timeout = core.default_timeout, max_timeout = core.max_timeout;
   auto host = taskyon::host::Host::open(std::move(core));
@@ -110,7 +114,19 @@ int serve(Globals& g, const ServeArgs& a) {
   taskyon::http::McpEndpoint mcp(**host, max_wait);
   mcp.mount(**server);
 
-  // The first stdout line says where the server is (scripts wait for it).
+  taskyon::http::Server* running = server->get();
+  taskyon::host::Host* core_host = host->get();
+  Interruption interruption([&](int) {
+    running->stop();
+    // The host first: every sandbox, an MCP session's running call's too, is
+    // destroyed and written to the sandbox log as "interrupted" (as a /v1
+    // call's and `tycli call`'s); then the MCP sessions close.
+    core_host->shutdown("interrupted");
+    mcp.close_all();
+  });
+  // The first stdout line says where the server is (scripts wait for it), written once
+  // SIGTERM and SIGINT are handled: a script that stops the server as soon as it reads
+  // the line gets the clean shutdown, never the default action (exit 143, token file left).
   if (g.json) {
     taskyon::json::Value ready = {{"url", (*server)->url()}, {"port", (*server)->port()}, {"tokenFile", token_file}};
     if (a.print_token) ready["token"] = *token;
@@ -123,16 +139,6 @@ int serve(Globals& g, const ServeArgs& a) {
   }
   std::cout.flush();
 
-  taskyon::http::Server* running = server->get();
-  taskyon::host::Host* core_host = host->get();
-  Interruption interruption([&](int) {
-    running->stop();
-    // The host first: every sandbox, an MCP session's running call's too, is
-    // destroyed and written to the sandbox log as "interrupted" (as a /v1
-    // call's and `tycli call`'s); then the MCP sessions close.
-    core_host->shutdown("interrupted");
-    mcp.close_all();
-  });
   running->run();  // returns once every handler has ended
   mcp.close_all();
   runs->close(interruption.signal() ? "the server was interrupted before the page reported its result"
@@ -163,6 +169,9 @@ void add_serve_command(CLI::App& app, Globals& g) {
   c->add_option("--max-sandboxes", a->max_sandboxes,
                 "retained sandboxes alive at once, one per (revision, session) (default 16; past it the least "
                 "recently used idle one is destroyed)");
+  c->add_option("--prestart", a->prestart,
+                "hardened sandboxes started ahead, not yet loaded, so a revision's first call does not wait for one "
+                "(default 0; at most 16; they count in --memory-budget)");
   c->add_option("--page", a->page_root,
                 "serve a browser host page's files from DIR under /page/TOKEN/ and print its URL, which carries the "
                 "token (docs/serve.md)")
