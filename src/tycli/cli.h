@@ -123,6 +123,13 @@ void add_memory_budget_option(CLI::App& command, long long& mib);
 // Sets config.memory_budget_bytes from `mib` unless it is -1 (the config file
 // or the default stand); Errc::bad_usage outside 0..kMaxMemoryBudgetMib.
 taskyon::Result<void> apply_memory_budget(taskyon::sandbox::RuntimeConfig& config, long long mib);
+// --prestart N (cmd_sandbox.cc) of the long-lived hosts (tycli serve, tycli
+// mcp): hardened, not yet loaded sandboxes kept ready for a revision's first
+// call (sandbox::RuntimeConfig::prestart). apply_prestart sets it;
+// Errc::bad_usage outside 0..kMaxPrestart.
+inline constexpr long long kMaxPrestart = 16;
+void add_prestart_option(CLI::App& command, long long& count);
+taskyon::Result<void> apply_prestart(taskyon::sandbox::RuntimeConfig& config, long long count);
 
 // The runtime of a command's pool: --js-runtime (empty: "jsRuntime" in the
 // config file, else node) and --memory-budget MIB (-1: the config file or

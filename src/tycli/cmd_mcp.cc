@@ -37,6 +37,7 @@ struct McpArgs {
   std::string js_runtime;
   long long memory_budget_mib = -1;
   long long poll_ms = 500;
+  long long prestart = 0;  // sandbox::RuntimeConfig::prestart (apply_prestart)
 };
 
 // stdin split into lines of at most mcp::kMaxMessageBytes. A longer line is
@@ -118,6 +119,7 @@ int serve_stdio(Globals& g, const McpArgs& a) {
     return report(g, selected.error());
   if (auto budget = apply_memory_budget(options.runtime, a.memory_budget_mib); !budget)
     return report(g, budget.error());
+  if (auto prestart = apply_prestart(options.runtime, a.prestart); !prestart) return report(g, prestart.error());
   auto host = taskyon::host::Host::open(std::move(options));
   if (!host) return report(g, host.error());
 
@@ -210,6 +212,7 @@ void add_mcp_command(CLI::App& app, Globals& g) {
                 "node (default) or deno; overrides \"jsRuntime\" in $TASKYON_HOME/config.json")
       ->check(CLI::IsMember({"node", "deno"}));
   add_memory_budget_option(*c, a->memory_budget_mib);
+  add_prestart_option(*c, a->prestart);
   c->add_option("--activation-poll", a->poll_ms,
                 "how often to look for activation changes made by other processes, in ms (default 500; 0: only "
                 "before tools/list)");

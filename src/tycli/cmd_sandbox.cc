@@ -256,6 +256,21 @@ taskyon::Result<void> apply_memory_budget(sandbox::RuntimeConfig& config, long l
   return {};
 }
 
+void add_prestart_option(CLI::App& command, long long& count) {
+  command.add_option("--prestart", count,
+                     fmt::format("hardened sandboxes started ahead, not yet loaded, so a revision's first call does "
+                                 "not wait for one (default 0; at most {}; they count in --memory-budget)",
+                                 kMaxPrestart));
+}
+
+taskyon::Result<void> apply_prestart(sandbox::RuntimeConfig& config, long long count) {
+  if (count < 0 || count > kMaxPrestart)
+    return taskyon::fail(taskyon::Errc::bad_usage,
+                         fmt::format("--prestart must be 0..{} sandboxes, not {}", kMaxPrestart, count), "--prestart");
+  config.prestart = static_cast<std::size_t>(count);
+  return {};
+}
+
 void add_sandbox_commands(CLI::App& app, Globals& g) {
   auto* sb = app.add_subcommand("sandbox", "inspect the sandbox that runs tool code");
   sb->require_subcommand(1);

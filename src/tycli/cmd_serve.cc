@@ -66,9 +66,7 @@ int serve(Globals& g, const ServeArgs& a) {
   if (a.max_sandboxes < 0 || a.max_sandboxes > 1024)
     return report(g, {Errc::bad_usage, "--max-sandboxes must be 0 (the default) or 1..1024", "--max-sandboxes"});
   if (a.max_sandboxes > 0) core.runtime.max_live = static_cast<std::size_t>(a.max_sandboxes);
-  if (a.prestart < 0 || a.prestart > 16)
-    return report(g, {Errc::bad_usage, "--prestart must be 0..16 sandboxes", "--prestart"});
-  core.runtime.prestart = static_cast<std::size_t>(a.prestart);
+  if (auto prestart = apply_prestart(core.runtime, a.prestart); !prestart) return report(g, prestart.error());
   const auto max_wait = core.max_timeout + std::chrono::seconds(30);
   const auto default_timeout = core.default_timeout, max_timeout = core.max_timeout;
   auto host = taskyon::host::Host::open(std::move(core));
@@ -169,9 +167,7 @@ void add_serve_command(CLI::App& app, Globals& g) {
   c->add_option("--max-sandboxes", a->max_sandboxes,
                 "retained sandboxes alive at once, one per (revision, session) (default 16; past it the least "
                 "recently used idle one is destroyed)");
-  c->add_option("--prestart", a->prestart,
-                "hardened sandboxes started ahead, not yet loaded, so a revision's first call does not wait for one "
-                "(default 0; at most 16; they count in --memory-budget)");
+  add_prestart_option(*c, a->prestart);
   c->add_option("--page", a->page_root,
                 "serve a browser host page's files from DIR under /page/TOKEN/ and print its URL, which carries the "
                 "token (docs/serve.md)")

@@ -193,6 +193,8 @@ Result<std::unique_ptr<Host>> Host::open(Options options) {
     if (auto now = raw->read_activations()) raw->seen = std::move(*now);
   }
   if (raw->options.activation_poll.count() > 0) raw->timer = std::thread([raw] { raw->run_timer(); });
+  // One call connection opened ahead, so the first call does not open it.
+  if (auto conn = raw->borrow()) raw->give_back(std::move(*conn));
   return std::unique_ptr<Host>(new Host(std::move(impl)));
 }
 

@@ -1,5 +1,11 @@
 #include "taskyon/invoke/runtime_record.h"
 
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <string>
+#include <tuple>
+
 #include <fmt/format.h>
 
 #include "taskyon/native/python.h"
@@ -8,16 +14,39 @@
 
 namespace taskyon::invoke {
 
+namespace {
+
+// The record of config's JS runtime, located and asked once per process for
+// each (runtime, configured path, PATH): every call asks, and locating
+// searches PATH with a stat per directory (issue 19: ~17 system calls of
+// every warm call). As the pool keeps the executable it found for its
+// lifetime, so does this; a runtime not found is asked again next time.
+std::optional<json::Value> js_runtime_record(const sandbox::RuntimeConfig& config) {
+  static std::mutex mu;
+  static std::map<std::tuple<int, std::string, std::string>, json::Value> known;
+  const char* path_env = std::getenv("PATH");
+  auto key = std::make_tuple(static_cast<int>(config.runtime),
+                             config.runtime == sandbox::JsRuntime::deno ? config.deno_path : config.node_path,
+                             std::string(path_env ? path_env : ""));
+  {
+    std::lock_guard lock(mu);
+    if (auto it = known.find(key); it != known.end()) return it->second;
+  }
+  auto where = sandbox::locate_runtime(config);
+  if (!where) return std::nullopt;
+  auto version = sandbox::runtime_version(config.runtime, where->path);
+  json::Value record = {{"kind", std::string(sandbox::js_runtime_name(config.runtime))},
+                        {"version", version ? *version : std::string("unknown")}};
+  std::lock_guard lock(mu);
+  return known.emplace(std::move(key), std::move(record)).first->second;
+}
+
+}  // namespace
+
 std::optional<json::Value> runtime_for(const registry::Manifest& tool, const sandbox::RuntimeConfig& config,
                                        const native::Session* natives) {
   switch (tool.execution) {
-    case registry::Execution::sandboxed_code: {
-      auto where = sandbox::locate_runtime(config);
-      if (!where) return std::nullopt;
-      auto version = sandbox::runtime_version(config.runtime, where->path);
-      return json::Value{{"kind", std::string(sandbox::js_runtime_name(config.runtime))},
-                         {"version", version ? *version : std::string("unknown")}};
-    }
+    case registry::Execution::sandboxed_code: return js_runtime_record(config);
     case registry::Execution::trusted_native: {
       if (tool.native != native::python::kPythonId) return std::nullopt;
       const auto& python = native::python::interpreter();
