@@ -3,6 +3,8 @@
 //   PipePingPong            one line to /bin/cat and back: one round trip between two processes
 //   McpStdioToolsCall/warm  one tools/call of a trivial tool to `tycli mcp` (client -> tycli -> the
 //                           retained Node sandbox and back: two round trips), warm sandbox
+//   McpStdioToolsCall/first_prestarted  a revision's first tools/call to `tycli mcp --prestart 2`
+//                           against a warm call of the same process (first_x_warm)
 //   McpStdioCancel          H5 (issue 13: "frees its sandbox within 100 ms"): from writing
 //                           notifications/cancelled for a running stuck call to its sandbox
 //                           process having exited (its pidfd readable), manual time
@@ -17,11 +19,13 @@
 
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "taskyon/json/json.h"
@@ -144,6 +148,66 @@ void McpStdioToolsCall(benchmark::State& state) {
   fs::remove_all(home, ec);
 }
 BENCHMARK(McpStdioToolsCall)->Name("McpStdioToolsCall/warm")->Unit(benchmark::kMicrosecond);
+
+// A revision's first tools/call to a `tycli mcp --prestart 2` whose spares
+// have had 2 s to start, against warm calls of the same process after its
+// spare was started again (1 s): first_ms, warm_ms (median of 20) and
+// first_x_warm per iteration, a fresh tycli each (issue 19: <= 2x).
+void McpStdioFirstCallPrestarted(benchmark::State& state) {
+  const fs::path home = fs::temp_directory_path() / ("taskyon-bench-mcp-first-" + std::to_string(::getpid()));
+  fs::create_directories(home / "tmp");
+  const std::string tool = (home / "echo.json").string();
+  std::ofstream(tool) << R"({"name":"echo","description":"returns its input","parameters":{"type":"object"},)"
+                         R"("execution":"sandboxed-code","runtime":"javascript","code":"(args) => args"})";
+  const std::vector<std::string> env = {"TASKYON_HOME=" + home.string(), "TMPDIR=" + (home / "tmp").string(),
+                                        std::string("PATH=") + (std::getenv("PATH") ? std::getenv("PATH") : "")};
+  {
+    Child install({TYCLI_PATH, "tool", "install", tool}, env);
+    install.line();
+  }
+  using Clock = std::chrono::steady_clock;
+  double first_sum = 0, warm_sum = 0, ratio_sum = 0;
+  for (auto _ : state) {
+    Child mcp({TYCLI_PATH, "mcp", "--activation-poll", "0", "--prestart", "2"}, env);
+    mcp.send(R"({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25",)"
+             R"("capabilities":{},"clientInfo":{"name":"bench","version":"1"}}})"
+             "\n");
+    mcp.response(0);
+    mcp.send(R"({"jsonrpc":"2.0","method":"notifications/initialized"})"
+             "\n");
+    int id = 1;
+    auto call = [&] {
+      const auto start = Clock::now();
+      mcp.send(R"({"jsonrpc":"2.0","id":)" + std::to_string(id) +
+               R"(,"method":"tools/call","params":{"name":"echo","arguments":{"x":1}}})"
+               "\n");
+      auto r = mcp.response(id++);
+      if (r.find("\"isError\":false") == std::string::npos) state.SkipWithError(("tools/call failed: " + r).c_str());
+      return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+    };
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+    const double first = call();
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    std::vector<double> warm;
+    for (int i = 0; i < 20; ++i) warm.push_back(call());
+    std::nth_element(warm.begin(), warm.begin() + 10, warm.end());
+    state.SetIterationTime(first / 1e3);
+    first_sum += first;
+    warm_sum += warm[10];
+    ratio_sum += first / warm[10];
+  }
+  const double n = static_cast<double>(state.iterations());
+  state.counters["first_ms"] = first_sum / n;
+  state.counters["warm_ms"] = warm_sum / n;
+  state.counters["first_x_warm"] = ratio_sum / n;
+  std::error_code ec;
+  fs::remove_all(home, ec);
+}
+BENCHMARK(McpStdioFirstCallPrestarted)
+    ->Name("McpStdioToolsCall/first_prestarted")
+    ->UseManualTime()
+    ->Iterations(5)
+    ->Unit(benchmark::kMillisecond);
 
 // The host pid of the process whose comm is `title`, or -1.
 pid_t find_comm(const std::string& title) {
