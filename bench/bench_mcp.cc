@@ -24,6 +24,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -113,39 +114,64 @@ void PipePingPong(benchmark::State& state) {
 }
 BENCHMARK(PipePingPong);
 
-void McpStdioToolsCall(benchmark::State& state) {
-  const fs::path home = fs::temp_directory_path() / ("taskyon-bench-mcp-" + std::to_string(::getpid()));
-  fs::create_directories(home / "tmp");
-  const std::string tool = (home / "echo.json").string();
-  std::ofstream(tool) << R"({"name":"echo","description":"returns its input","parameters":{"type":"object"},)"
-                         R"("execution":"sandboxed-code","runtime":"javascript","code":"(args) => args"})";
-  const std::vector<std::string> env = {"TASKYON_HOME=" + home.string(), "TMPDIR=" + (home / "tmp").string(),
-                                        std::string("PATH=") + (std::getenv("PATH") ? std::getenv("PATH") : "")};
-  {
+// A TASKYON_HOME under the temp directory with one tool installed (`code`
+// as `name`), and the environment a tycli there runs with; removed at the end.
+struct BenchHome {
+  fs::path home;
+  std::vector<std::string> env;
+  BenchHome(const std::string& label, const std::string& name, const std::string& description,
+            const std::string& code) {
+    home = fs::temp_directory_path() / ("taskyon-bench-" + label + "-" + std::to_string(::getpid()));
+    fs::create_directories(home / "tmp");
+    const std::string tool = (home / (name + ".json")).string();
+    std::ofstream(tool) << taskyon::json::Value{{"name", name},
+                                                {"description", description},
+                                                {"parameters", {{"type", "object"}}},
+                                                {"execution", "sandboxed-code"},
+                                                {"runtime", "javascript"},
+                                                {"code", code}}
+                               .dump();
+    env = {"TASKYON_HOME=" + home.string(), "TMPDIR=" + (home / "tmp").string(),
+           std::string("PATH=") + (std::getenv("PATH") ? std::getenv("PATH") : "")};
     Child install({TYCLI_PATH, "tool", "install", tool}, env);
     install.line();
   }
-  {
-    Child mcp({TYCLI_PATH, "mcp", "--activation-poll", "0"}, env);
-    mcp.send(R"({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25",)"
-             R"("capabilities":{},"clientInfo":{"name":"bench","version":"1"}}})"
-             "\n");
-    mcp.response(0);
-    mcp.send(R"({"jsonrpc":"2.0","method":"notifications/initialized"})"
-             "\n");
-    int id = 1;
-    auto call = [&] {
-      mcp.send(R"({"jsonrpc":"2.0","id":)" + std::to_string(id) +
-               R"(,"method":"tools/call","params":{"name":"echo","arguments":{"x":1}}})"
-               "\n");
-      auto r = mcp.response(id++);
-      if (r.find("\"isError\":false") == std::string::npos) state.SkipWithError(("tools/call failed: " + r).c_str());
-    };
-    call();  // warm: the sandbox is started and the code loaded here
-    for (auto _ : state) call();
+  ~BenchHome() {
+    std::error_code ec;
+    fs::remove_all(home, ec);
   }
-  std::error_code ec;
-  fs::remove_all(home, ec);
+};
+
+// `tycli mcp ARGS…` in `home`, initialized (request 0).
+std::unique_ptr<Child> start_mcp(const BenchHome& home, std::vector<std::string> args) {
+  args.insert(args.begin(), {TYCLI_PATH, "mcp", "--activation-poll", "0"});
+  auto mcp = std::make_unique<Child>(args, home.env);
+  mcp->send(R"({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25",)"
+            R"("capabilities":{},"clientInfo":{"name":"bench","version":"1"}}})"
+            "\n");
+  mcp->response(0);
+  mcp->send(R"({"jsonrpc":"2.0","method":"notifications/initialized"})"
+            "\n");
+  return mcp;
+}
+
+// One tools/call of the echo tool as request `id`: its wall time, ms.
+double call_echo(benchmark::State& state, Child& mcp, int id) {
+  const auto start = std::chrono::steady_clock::now();
+  mcp.send(R"({"jsonrpc":"2.0","id":)" + std::to_string(id) +
+           R"(,"method":"tools/call","params":{"name":"echo","arguments":{"x":1}}})"
+           "\n");
+  auto r = mcp.response(id);
+  if (r.find("\"isError\":false") == std::string::npos) state.SkipWithError(("tools/call failed: " + r).c_str());
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+void McpStdioToolsCall(benchmark::State& state) {
+  const BenchHome home("mcp", "echo", "returns its input", "(args) => args");
+  auto mcp = start_mcp(home, {});
+  int id = 1;
+  call_echo(state, *mcp, id++);  // warm: the sandbox is started and the code loaded here
+  for (auto _ : state) call_echo(state, *mcp, id++);
 }
 BENCHMARK(McpStdioToolsCall)->Name("McpStdioToolsCall/warm")->Unit(benchmark::kMicrosecond);
 
@@ -154,42 +180,16 @@ BENCHMARK(McpStdioToolsCall)->Name("McpStdioToolsCall/warm")->Unit(benchmark::kM
 // spare was started again (1 s): first_ms, warm_ms (median of 20) and
 // first_x_warm per iteration, a fresh tycli each (issue 19: <= 2x).
 void McpStdioFirstCallPrestarted(benchmark::State& state) {
-  const fs::path home = fs::temp_directory_path() / ("taskyon-bench-mcp-first-" + std::to_string(::getpid()));
-  fs::create_directories(home / "tmp");
-  const std::string tool = (home / "echo.json").string();
-  std::ofstream(tool) << R"({"name":"echo","description":"returns its input","parameters":{"type":"object"},)"
-                         R"("execution":"sandboxed-code","runtime":"javascript","code":"(args) => args"})";
-  const std::vector<std::string> env = {"TASKYON_HOME=" + home.string(), "TMPDIR=" + (home / "tmp").string(),
-                                        std::string("PATH=") + (std::getenv("PATH") ? std::getenv("PATH") : "")};
-  {
-    Child install({TYCLI_PATH, "tool", "install", tool}, env);
-    install.line();
-  }
-  using Clock = std::chrono::steady_clock;
+  const BenchHome home("mcp-first", "echo", "returns its input", "(args) => args");
   double first_sum = 0, warm_sum = 0, ratio_sum = 0;
   for (auto _ : state) {
-    Child mcp({TYCLI_PATH, "mcp", "--activation-poll", "0", "--prestart", "2"}, env);
-    mcp.send(R"({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25",)"
-             R"("capabilities":{},"clientInfo":{"name":"bench","version":"1"}}})"
-             "\n");
-    mcp.response(0);
-    mcp.send(R"({"jsonrpc":"2.0","method":"notifications/initialized"})"
-             "\n");
-    int id = 1;
-    auto call = [&] {
-      const auto start = Clock::now();
-      mcp.send(R"({"jsonrpc":"2.0","id":)" + std::to_string(id) +
-               R"(,"method":"tools/call","params":{"name":"echo","arguments":{"x":1}}})"
-               "\n");
-      auto r = mcp.response(id++);
-      if (r.find("\"isError\":false") == std::string::npos) state.SkipWithError(("tools/call failed: " + r).c_str());
-      return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-    };
+    auto mcp = start_mcp(home, {"--prestart", "2"});
     std::this_thread::sleep_for(std::chrono::seconds(2));
-    const double first = call();
+    int id = 1;
+    const double first = call_echo(state, *mcp, id++);
     std::this_thread::sleep_for(std::chrono::seconds(1));
     std::vector<double> warm;
-    for (int i = 0; i < 20; ++i) warm.push_back(call());
+    for (int i = 0; i < 20; ++i) warm.push_back(call_echo(state, *mcp, id++));
     std::nth_element(warm.begin(), warm.begin() + 10, warm.end());
     state.SetIterationTime(first / 1e3);
     first_sum += first;
@@ -200,8 +200,6 @@ void McpStdioFirstCallPrestarted(benchmark::State& state) {
   state.counters["first_ms"] = first_sum / n;
   state.counters["warm_ms"] = warm_sum / n;
   state.counters["first_x_warm"] = ratio_sum / n;
-  std::error_code ec;
-  fs::remove_all(home, ec);
 }
 BENCHMARK(McpStdioFirstCallPrestarted)
     ->Name("McpStdioToolsCall/first_prestarted")
@@ -223,24 +221,12 @@ pid_t find_comm(const std::string& title) {
 }
 
 void McpStdioCancel(benchmark::State& state) {
-  const fs::path home = fs::temp_directory_path() / ("taskyon-bench-cancel-" + std::to_string(::getpid()));
-  fs::create_directories(home / "tmp");
-  const std::string tool = (home / "stuck.json").string();
-  std::ofstream(tool) << R"({"name":"stuck","description":"never returns","parameters":{"type":"object"},)"
-                         R"("execution":"sandboxed-code","runtime":"javascript","code":)"
-                         R"("async () => { process.title = 'tybenchcancel'; console.log('running'); await new Promise(() => {}); }"})";
-  const std::vector<std::string> env = {"TASKYON_HOME=" + home.string(), "TMPDIR=" + (home / "tmp").string(),
-                                        std::string("PATH=") + (std::getenv("PATH") ? std::getenv("PATH") : "")};
+  const BenchHome home("cancel", "stuck", "never returns",
+                       "async () => { process.title = 'tybenchcancel'; console.log('running'); "
+                       "await new Promise(() => {}); }");
   {
-    Child install({TYCLI_PATH, "tool", "install", tool}, env);
-    install.line();
-  }
-  {
-    Child mcp({TYCLI_PATH, "mcp", "--activation-poll", "0", "--timeout", "60000"}, env);
-    mcp.send(R"({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25",)"
-             R"("capabilities":{},"clientInfo":{"name":"bench","version":"1"}}})"
-             "\n");
-    mcp.response(0);
+    auto started = start_mcp(home, {"--timeout", "60000"});
+    Child& mcp = *started;
     int id = 1;
     for (auto _ : state) {
       const std::string request = std::to_string(id++);
@@ -260,8 +246,6 @@ void McpStdioCancel(benchmark::State& state) {
       state.SetIterationTime(std::chrono::duration<double>(end - start).count());
     }
   }
-  std::error_code ec;
-  fs::remove_all(home, ec);
 }
 BENCHMARK(McpStdioCancel)->Name("McpStdioCancel/sandbox_gone")->UseManualTime()->Iterations(20)->Unit(benchmark::kMillisecond);
 
