@@ -197,9 +197,11 @@ Decision decide(std::string_view input, std::string_view method, Resolve&& resol
   r.reserve(160);
   auto out = std::back_inserter(r);
 
-  auto parsed = parse_url(input);
+  // The userinfo as written: any username or password is refused below,
+  // whatever it holds, so encoding it would be wasted work.
+  auto parsed = detail::parse_url(input, {}, detail::Userinfo::as_written);
   if (!parsed) {
-    r = "not a valid URL: " + parsed.error().message;
+    (r += "not a valid URL: "sv) += parsed.error().message;
     deny(d, ReasonClass::malformed);
     return d;
   }

@@ -202,7 +202,8 @@ using Status = std::optional<Error>;
 
 class Parser {
  public:
-  Parser(std::string_view input, Url& url) : s_(input), n_(input.size()), url_(url) {}
+  Parser(std::string_view input, Url& url, detail::Userinfo userinfo)
+      : s_(input), n_(input.size()), url_(url), userinfo_(userinfo) {}
 
   Status run() {
     // Scheme start and scheme states.
@@ -258,8 +259,13 @@ class Parser {
     if (at_sign != std::string_view::npos) {
       const std::string_view userinfo = authority.substr(0, at_sign);
       const auto colon = userinfo.find(':');
-      append_encoded(url_.username, userinfo.substr(0, colon), kUserinfoSet);
-      if (colon != std::string_view::npos) append_encoded(url_.password, userinfo.substr(colon + 1), kUserinfoSet);
+      if (userinfo_ == detail::Userinfo::encoded) {
+        append_encoded(url_.username, userinfo.substr(0, colon), kUserinfoSet);
+        if (colon != std::string_view::npos) append_encoded(url_.password, userinfo.substr(colon + 1), kUserinfoSet);
+      } else {
+        url_.username.assign(userinfo.substr(0, colon));
+        if (colon != std::string_view::npos) url_.password.assign(userinfo.substr(colon + 1));
+      }
       host_start = p + at_sign + 1;
       if (host_start == end) return failure("host-missing", "credentials are followed by no host");
     }
@@ -390,12 +396,13 @@ class Parser {
   std::string_view s_;
   std::size_t n_;
   Url& url_;
+  detail::Userinfo userinfo_;
 };
 
 // Runs the parser into one Result, returned by name (no Url is moved).
-Result<Url> run_parser(std::string_view input) {
+Result<Url> run_parser(std::string_view input, detail::Userinfo userinfo) {
   Result<Url> result{std::in_place};
-  if (Status failed = Parser(input, *result).run()) result = std::unexpected(std::move(*failed));
+  if (Status failed = Parser(input, *result, userinfo).run()) result = std::unexpected(std::move(*failed));
   return result;
 }
 
@@ -442,6 +449,10 @@ std::string Url::origin() const {
 }
 
 Result<Url> parse_url(std::string_view input, const UrlLimits& limits) {
+  return detail::parse_url(input, limits, detail::Userinfo::encoded);
+}
+
+Result<Url> detail::parse_url(std::string_view input, const UrlLimits& limits, Userinfo userinfo) {
   if (input.size() > limits.max_input_bytes)
     return fail(Errc::bad_usage, fmt::format("url-too-long: the URL is longer than {} bytes", limits.max_input_bytes));
   // One pass finds the usual case: printable ASCII (and DEL) only, so valid
@@ -453,12 +464,12 @@ Result<Url> parse_url(std::string_view input, const UrlLimits& limits) {
   while (!input.empty() && static_cast<unsigned char>(input.front()) <= 0x20) input.remove_prefix(1);
   while (!input.empty() && static_cast<unsigned char>(input.back()) <= 0x20) input.remove_suffix(1);
   if (plain || std::none_of(input.begin(), input.end(), [](char c) { return c == '\t' || c == '\n' || c == '\r'; }))
-    return run_parser(input);
+    return run_parser(input, userinfo);
   std::string cleaned;
   cleaned.reserve(input.size());
   for (char c : input)
     if (c != '\t' && c != '\n' && c != '\r') cleaned += c;
-  return run_parser(cleaned);
+  return run_parser(cleaned, userinfo);
 }
 
 }  // namespace taskyon::capability
