@@ -55,8 +55,9 @@ std::size_t clean_prefix(std::string_view in, const ByteSet& set) {
   const std::size_t n = in.size();
   std::size_t i = 0;
   for (; n - i >= 8; i += 8) {
-    const unsigned char* q = p + i;
-    if (set[q[0]] | set[q[1]] | set[q[2]] | set[q[3]] | set[q[4]] | set[q[5]] | set[q[6]] | set[q[7]]) break;
+    unsigned hit = 0;
+    for (std::size_t k = 0; k < 8; ++k) hit |= set[p[i + k]];
+    if (hit) break;
   }
   while (i < n && !set[p[i]]) ++i;
   return i;
