@@ -3,6 +3,8 @@
 // docs/fetch-policy.md ("Conformance"); all of them refuse a host that Node
 // accepts, never the other way round.
 #include <algorithm>
+#include <array>
+#include <cstdint>
 #include <cstdlib>
 #include <memory>
 #include <optional>
@@ -32,6 +34,20 @@ constexpr bool is_forbidden_domain(unsigned char c) {
 }
 
 using ascii::hex_value;
+
+// What domain_to_ascii()'s ASCII fast path does with a byte, one table
+// lookup per byte.
+enum DomainByte : std::uint8_t { kKeep, kLower, kForbidden, kNotAscii, kDot, kHyphen };
+constexpr auto kDomainBytes = [] {
+  std::array<std::uint8_t, 256> t{};
+  for (int c = 0; c < 256; ++c) {
+    const auto u = static_cast<unsigned char>(c);
+    t[u] = u >= 0x80 ? kNotAscii : is_forbidden_domain(u) ? kForbidden : is_ascii_alpha_upper(u) ? kLower : kKeep;
+  }
+  t['.'] = kDot;
+  t['-'] = kHyphen;
+  return t;
+}();
 
 // Percent-decode (§1.3): "%XX" becomes the byte; any other "%" stays.
 std::string percent_decode(std::string_view input) {
@@ -105,6 +121,30 @@ std::optional<std::string> simply_mapped(std::string_view domain) {
   return out;
 }
 
+// The usual IPv4 literal: four decimal parts of 1-3 digits, no leading zero
+// (that would be octal), each at most 255 ("93.184.215.14"). Its address in
+// one pass, as the IPv4 parser would return it; nullopt for any other
+// spelling ("127.1", "0x7f.1", "127.0.0.1.", "010.0.0.1"), which that parser
+// then judges. The input holds only digits and dots.
+std::optional<std::uint32_t> dotted_decimal(std::string_view input) {
+  std::uint32_t address = 0;
+  unsigned part = 0, digits = 0, dots = 0;
+  for (char c : input) {
+    if (c == '.') {
+      if (digits == 0 || ++dots > 3) return std::nullopt;
+      address = address << 8 | part;
+      part = digits = 0;
+      continue;
+    }
+    if (digits == 1 && part == 0) return std::nullopt;
+    part = part * 10 + static_cast<unsigned>(c - '0');
+    if (part > 255) return std::nullopt;
+    ++digits;
+  }
+  if (digits == 0 || dots != 3) return std::nullopt;
+  return address << 8 | part;
+}
+
 }  // namespace
 
 bool is_utf8(std::string_view bytes) {
@@ -145,17 +185,22 @@ std::expected<std::string, Failure> domain_to_ascii(std::string_view domain) {
   std::size_t label_start = 0;
   for (std::size_t i = 0; i < domain.size(); ++i) {
     const auto c = static_cast<unsigned char>(domain[i]);
-    if (c >= 0x80) {
+    const std::uint8_t kind = kDomainBytes[c];
+    if (kind == kKeep || kind == kLower) {  // letters, digits and the other allowed ASCII
+      out[i] = static_cast<char>(kind == kLower ? c + 0x20 : c);
+      continue;
+    }
+    if (kind == kNotAscii) {
       idna = true;
       break;
     }
-    if (is_forbidden_domain(c)) return std::unexpected(Failure{"domain-invalid-code-point"});
-    if (c == '.') label_start = i + 1;
-    if (i == label_start + 3 && c == '-' && out[i - 1] == '-' && out[i - 2] == 'n' && out[i - 3] == 'x') {
+    if (kind == kForbidden) return std::unexpected(Failure{"domain-invalid-code-point"});
+    if (kind == kDot) label_start = i + 1;
+    if (kind == kHyphen && i == label_start + 3 && out[i - 1] == '-' && out[i - 2] == 'n' && out[i - 3] == 'x') {
       idna = true;  // an A-label: checked as Punycode
       break;
     }
-    out[i] = static_cast<char>(is_ascii_alpha_upper(c) ? c + 0x20 : c);
+    out[i] = static_cast<char>(c);
   }
   if (idna) {
     if (auto mapped = simply_mapped(domain)) return std::move(*mapped);
@@ -188,7 +233,10 @@ std::expected<std::string, Failure> domain_to_ascii_idn2(std::string_view domain
 
 Result<Host> detail::parse_utf8_host(std::string_view input) {
   auto failure = [&](detail::Failure name, std::string_view what) {
-    return fail(Errc::bad_usage, std::string(name) + ": " + std::string(what), std::string(input));
+    std::string message;
+    message.reserve(name.size() + 2 + what.size());
+    ((message += name) += ": ") += what;
+    return fail(Errc::bad_usage, std::move(message), std::string(input));
   };
   if (input.empty()) return failure("host-missing", "the host is empty");
   Host host;
@@ -204,6 +252,13 @@ Result<Host> detail::parse_utf8_host(std::string_view input) {
   // IDNA (domain to ASCII would return them unchanged).
   const bool digits_and_dots =
       std::all_of(input.begin(), input.end(), [](char c) { return (c >= '0' && c <= '9') || c == '.'; });
+  if (digits_and_dots) {
+    if (auto v4 = detail::dotted_decimal(input)) {
+      host.kind = HostKind::ipv4;
+      host.address = IpAddress::v4(*v4);
+      return host;
+    }
+  }
   if (digits_and_dots && detail::ends_in_a_number(input)) {
     auto v4 = detail::parse_ipv4(input);
     if (!v4) return failure(v4.error(), "the host ends in a number but is not a valid IPv4 address");

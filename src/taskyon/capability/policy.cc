@@ -120,7 +120,7 @@ void append_range(std::string& out, const IpAddress& address, const AddressRange
     out += ", which embeds "sv;
     append_address(out, *v4);
     const auto& inner = classify(*v4);
-    if (inner.cls != AddressClass::global) fmt::format_to(std::back_inserter(out), " ({} {})", inner.prefix, inner.name);
+    if (inner.cls != AddressClass::global) ((((out += " ("sv) += inner.prefix) += ' ') += inner.name) += ')';
     out += "; the whole block is refused"sv;
   }
 }
@@ -197,9 +197,11 @@ Decision decide(std::string_view input, std::string_view method, Resolve&& resol
   r.reserve(160);
   auto out = std::back_inserter(r);
 
-  auto parsed = parse_url(input);
+  // The userinfo as written: any username or password is refused below,
+  // whatever it holds, so encoding it would be wasted work.
+  auto parsed = detail::parse_url(input, {}, detail::Userinfo::as_written);
   if (!parsed) {
-    r = "not a valid URL: " + parsed.error().message;
+    (r += "not a valid URL: "sv) += parsed.error().message;
     deny(d, ReasonClass::malformed);
     return d;
   }
@@ -232,7 +234,7 @@ Decision decide(std::string_view input, std::string_view method, Resolve&& resol
 
   // Scheme and port (M4).
   if (url.kind != Scheme::https) {
-    fmt::format_to(out, "scheme \"{}\" is refused: tool code fetches https only", url.scheme);
+    ((r += "scheme \""sv) += url.scheme) += "\" is refused: tool code fetches https only"sv;
     deny(d, ReasonClass::scheme);
     return d;
   }
@@ -256,11 +258,13 @@ Decision decide(std::string_view input, std::string_view method, Resolve&& resol
   if (url.host.kind == HostKind::domain) {
     if (const BlockedName* name = blocked_name(url.host.domain)) {
       if (disguised) {
-        fmt::format_to(out, "host {} is \"{}\", {} ({})", quote_text(url.host_input), d.host, name->what, name->source);
+        ((((((r += "host "sv) += quote_text(url.host_input)) += " is \""sv) += d.host) += "\", "sv) += name->what) += " ("sv;
+        (r += name->source) += ')';
         deny(d, ReasonClass::encoding_trick);
         return d;
       }
-      fmt::format_to(out, "host \"{}\" is {} ({})", d.host, name->what, name->source);
+      ((((r += "host \""sv) += d.host) += "\" is "sv) += name->what) += " ("sv;
+      (r += name->source) += ')';
       deny(d, name->cls);
       return d;
     }
@@ -288,7 +292,7 @@ Decision decide(std::string_view input, std::string_view method, Resolve&& resol
       return d;
     }
     const bool trick = disguised && url.host.kind == HostKind::ipv4;
-    if (trick) fmt::format_to(out, "host {} is ", quote_text(url.host_input));
+    if (trick) ((r += "host "sv) += quote_text(url.host_input)) += " is "sv;
     r += text;
     r += trick ? ", in "sv : " is in "sv;
     append_range(r, a, range);

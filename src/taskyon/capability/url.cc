@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <optional>
 
 #include <fmt/format.h>
@@ -37,20 +38,97 @@ constexpr ByteSet kSpecialQuerySet = make_set(" \"#<>'");
 constexpr ByteSet kPathSet = make_set(" \"#<>?`{}");
 constexpr ByteSet kUserinfoSet = make_set(" \"#<>?`{}/:;=@[\\]^|");
 
-// Appends runs of bytes outside the set whole; a URL rarely needs encoding.
+// The bytes that end a path segment ('/', '\\', '?', '#') or that the path
+// set encodes: a segment is copied up to the first of them in one append.
+constexpr ByteSet kPathStop = [] {
+  ByteSet set = kPathSet;  // holds '?' and '#' already
+  set['/'] = set['\\'] = true;
+  return set;
+}();
+constexpr bool is_path_delimiter(char c) { return c == '/' || c == '\\' || c == '?' || c == '#'; }
+
+// The length of the longest prefix of `in` with no byte in `set`: eight
+// lookups and one branch per step over long clean runs (a path or query of
+// a few KiB is plain letters), then byte by byte.
+std::size_t clean_prefix(std::string_view in, const ByteSet& set) {
+  const auto* p = reinterpret_cast<const unsigned char*>(in.data());
+  const std::size_t n = in.size();
+  std::size_t i = 0;
+  for (; n - i >= 8; i += 8) {
+    unsigned hit = 0;
+    for (std::size_t k = 0; k < 8; ++k) hit |= set[p[i + k]];
+    if (hit) break;
+  }
+  while (i < n && !set[p[i]]) ++i;
+  return i;
+}
+
+// Appends `in` with the set's bytes percent-encoded. A URL rarely needs
+// encoding: the clean prefix is found first and, when it is all of `in`,
+// appended whole. Otherwise the rest is written in place into room for every
+// byte encoded (at most 3x; the string is then cut to what was written), so a
+// run of 4096 '@' in a userinfo costs one allocation, not 4096 appends.
 void append_encoded(std::string& out, std::string_view in, const ByteSet& set) {
   static constexpr char kHex[] = "0123456789ABCDEF";
-  const char* p = in.data();
-  const char* const end = p + in.size();
-  while (p < end) {
-    const char* const run = p;
-    while (p < end && !set[static_cast<unsigned char>(*p)]) ++p;
-    out.append(run, static_cast<std::size_t>(p - run));
-    if (p == end) break;
-    const auto c = static_cast<unsigned char>(*p++);
-    const char escaped[3] = {'%', kHex[c >> 4], kHex[c & 0xf]};
-    out.append(escaped, 3);
+  const std::size_t clean = clean_prefix(in, set);
+  if (clean == in.size()) {
+    out.append(in);
+    return;
   }
+  const std::size_t at = out.size();
+  out.resize_and_overwrite(at + clean + 3 * (in.size() - clean), [&](char* buf, std::size_t) {
+    char* w = buf + at;
+    std::memcpy(w, in.data(), clean);
+    w += clean;
+    for (std::size_t i = clean; i < in.size(); ++i) {
+      const auto c = static_cast<unsigned char>(in[i]);
+      if (set[c]) {
+        w[0] = '%';
+        w[1] = kHex[c >> 4];
+        w[2] = kHex[c & 0xf];
+        w += 3;
+      } else {
+        *w++ = static_cast<char>(c);
+      }
+    }
+    return static_cast<std::size_t>(w - buf);
+  });
+}
+
+// Word-at-a-time (8 bytes in a std::uint64_t, portable C++: the wasm build
+// compiles this too), as in json/canonical.cc.
+constexpr std::uint64_t kOnes = 0x0101010101010101u;
+constexpr std::uint64_t kHighBits = 0x8080808080808080u;
+
+std::uint64_t load8(const char* p) {
+  std::uint64_t w;
+  std::memcpy(&w, p, sizeof w);
+  return w;
+}
+
+// Nonzero when a byte of x is zero; never misses one (it may flag a byte
+// above a real zero, which is why callers only ask "any?").
+constexpr std::uint64_t has_zero(std::uint64_t x) { return (x - kOnes) & ~x & kHighBits; }
+
+// Nonzero when a byte of w is '/', '\\', '?' or '#' (EOF aside, what ends an
+// authority or a path segment). '/' (0x2f) and '?' (0x3f) are the bytes b with b | 0x10 == 0x3f.
+constexpr std::uint64_t has_delimiter(std::uint64_t w) {
+  return has_zero((w | kOnes * 0x10) ^ (kOnes * 0x3f)) | has_zero(w ^ (kOnes * '\\')) | has_zero(w ^ (kOnes * '#'));
+}
+
+// True when every byte is printable ASCII or DEL (0x20-0x7f). The "has a byte
+// below 0x20" bit trick can flag a byte above a real hit but never misses
+// one, so the answer for the whole input is exact.
+bool printable_ascii(std::string_view s) {
+  const char* p = s.data();
+  const char* const end = p + s.size();
+  std::uint64_t outside = 0;
+  for (; end - p >= 8; p += 8) {
+    const std::uint64_t w = load8(p);
+    outside |= ((w - kOnes * 0x20) & ~w) | w;
+  }
+  for (; p != end; ++p) outside |= static_cast<unsigned char>(*p - 0x20) < 0x60 ? 0 : kHighBits;
+  return (outside & kHighBits) == 0;
 }
 
 constexpr bool is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
@@ -93,11 +171,13 @@ class Path {
     out_ += segment;
     ++count_;
   }
-  // Appends "/" + the encoded run; the caller then keeps it (commit) or drops it.
-  std::string_view stage(std::string_view run) {
+  // Appends "/" + the clean run + the encoded rest; the caller then keeps it
+  // (commit) or drops it.
+  std::string_view stage(std::string_view clean, std::string_view rest) {
     staged_ = out_.size();
     out_ += '/';
-    append_encoded(out_, run, kPathSet);
+    out_ += clean;
+    if (!rest.empty()) append_encoded(out_, rest, kPathSet);
     return std::string_view(out_).substr(staged_ + 1);
   }
   void commit() { ++count_; }
@@ -123,7 +203,8 @@ using Status = std::optional<Error>;
 
 class Parser {
  public:
-  Parser(std::string_view input, Url& url) : s_(input), n_(input.size()), url_(url) {}
+  Parser(std::string_view input, Url& url, detail::Userinfo userinfo)
+      : s_(input), n_(input.size()), url_(url), userinfo_(userinfo) {}
 
   Status run() {
     // Scheme start and scheme states.
@@ -150,20 +231,26 @@ class Parser {
  private:
   char at(std::size_t i) const { return i < n_ ? s_[i] : '\0'; }
   // EOF, '/', '\\', '?', '#': where an authority (and its host and port) ends.
-  bool ends_authority(std::size_t i) const {
-    if (i >= n_) return true;
-    const char c = s_[i];
-    return c == '/' || c == '\\' || c == '?' || c == '#';
+  bool ends_authority(std::size_t i) const { return i >= n_ || is_path_delimiter(s_[i]); }
+  // The first i >= p where an authority or a path segment ends (EOF, '/',
+  // '\\', '?', '#'); 8 bytes at a time, as an authority may be long
+  // ("https://@@@@...@example.com/").
+  std::size_t next_delimiter(std::size_t p) const {
+    while (n_ - p >= 8 && !has_delimiter(load8(s_.data() + p))) p += 8;
+    while (!ends_authority(p)) ++p;
+    return p;
   }
 
   // Failures never quote the input: a URL may carry credentials.
   static Status failure(std::string_view name, std::string_view what) {
-    return Error{Errc::bad_usage, fmt::format("{}: {}", name, what), {}};
+    std::string message;
+    message.reserve(name.size() + 2 + what.size());
+    ((message += name) += ": "sv) += what;
+    return Error{Errc::bad_usage, std::move(message), {}};
   }
 
   Status authority_state(std::size_t p) {
-    std::size_t end = p;
-    while (!ends_authority(end)) ++end;
+    const std::size_t end = next_delimiter(p);
     // Every '@' ends the userinfo read so far; the last one ends it for good.
     // Earlier '@'s land in the userinfo as "%40", and the first ':' anywhere
     // before the last '@' separates username from password.
@@ -173,8 +260,13 @@ class Parser {
     if (at_sign != std::string_view::npos) {
       const std::string_view userinfo = authority.substr(0, at_sign);
       const auto colon = userinfo.find(':');
-      append_encoded(url_.username, userinfo.substr(0, colon), kUserinfoSet);
-      if (colon != std::string_view::npos) append_encoded(url_.password, userinfo.substr(colon + 1), kUserinfoSet);
+      if (userinfo_ == detail::Userinfo::encoded) {
+        append_encoded(url_.username, userinfo.substr(0, colon), kUserinfoSet);
+        if (colon != std::string_view::npos) append_encoded(url_.password, userinfo.substr(colon + 1), kUserinfoSet);
+      } else {
+        url_.username.assign(userinfo.substr(0, colon));
+        if (colon != std::string_view::npos) url_.password.assign(userinfo.substr(colon + 1));
+      }
       host_start = p + at_sign + 1;
       if (host_start == end) return failure("host-missing", "credentials are followed by no host");
     }
@@ -182,16 +274,23 @@ class Parser {
   }
 
   Status host_state(std::size_t p, std::size_t end) {
-    // The host runs to the first ':' outside brackets.
-    bool inside_brackets = false;
-    std::size_t colon = end;
-    for (std::size_t i = p; i < end; ++i) {
-      if (s_[i] == ':' && !inside_brackets) {
-        colon = i;
-        break;
+    // The host runs to the first ':' outside brackets. Without a '[' before
+    // the first ':' that is simply the first ':'.
+    const std::string_view authority = s_.substr(p, end - p);
+    std::size_t colon = std::min(authority.find(':'), authority.size());
+    if (authority.substr(0, colon).find('[') == std::string_view::npos) {
+      colon += p;
+    } else {
+      bool inside_brackets = false;
+      colon = end;
+      for (std::size_t i = p; i < end; ++i) {
+        if (s_[i] == ':' && !inside_brackets) {
+          colon = i;
+          break;
+        }
+        if (s_[i] == '[') inside_brackets = true;
+        if (s_[i] == ']') inside_brackets = false;
       }
-      if (s_[i] == '[') inside_brackets = true;
-      if (s_[i] == ']') inside_brackets = false;
     }
     if (colon == p) return failure("host-missing", "the host is empty");
     url_.host_input.assign(s_.substr(p, colon - p));
@@ -221,8 +320,7 @@ class Parser {
       if (at(p) == '/' || at(p) == '\\') {
         ++p;
         // File host state.
-        std::size_t end = p;
-        while (!ends_authority(end)) ++end;
+        const std::size_t end = next_delimiter(p);
         const std::string_view buffer = s_.substr(p, end - p);
         if (is_windows_drive_letter(buffer)) return path_state(p);  // the drive letter starts the path
         if (!buffer.empty()) {
@@ -248,14 +346,16 @@ class Parser {
   Status path_state(std::size_t p) {
     Path path(url_.path, url_.kind == Scheme::file);
     while (true) {
-      // A run of code points up to the next delimiter is one segment (the buffer).
-      std::size_t end = p;
-      while (end < n_ && s_[end] != '/' && s_[end] != '\\' && s_[end] != '?' && s_[end] != '#') ++end;
+      // A run of code points up to the next delimiter is one segment (the
+      // buffer). One scan finds its end when nothing in it needs encoding;
+      // the part after a byte that does is encoded on its own.
+      const std::size_t clean = p + clean_prefix(s_.substr(p), kPathStop);
+      const std::size_t end = next_delimiter(clean);
       const bool eof = end == n_;
       const char c = eof ? '\0' : s_[end];
       const bool slash = c == '/' || c == '\\';
       const bool first = path.size() == 0;
-      const std::string_view buffer = path.stage(s_.substr(p, end - p));
+      const std::string_view buffer = path.stage(s_.substr(p, clean - p), s_.substr(clean, end - clean));
       if (buffer.size() <= 6 && is_double_dot(buffer)) {
         path.drop();
         path.shorten();
@@ -297,12 +397,13 @@ class Parser {
   std::string_view s_;
   std::size_t n_;
   Url& url_;
+  detail::Userinfo userinfo_;
 };
 
 // Runs the parser into one Result, returned by name (no Url is moved).
-Result<Url> run_parser(std::string_view input) {
+Result<Url> run_parser(std::string_view input, detail::Userinfo userinfo) {
   Result<Url> result{std::in_place};
-  if (Status failed = Parser(input, *result).run()) result = std::unexpected(std::move(*failed));
+  if (Status failed = Parser(input, *result, userinfo).run()) result = std::unexpected(std::move(*failed));
   return result;
 }
 
@@ -349,24 +450,27 @@ std::string Url::origin() const {
 }
 
 Result<Url> parse_url(std::string_view input, const UrlLimits& limits) {
+  return detail::parse_url(input, limits, detail::Userinfo::encoded);
+}
+
+Result<Url> detail::parse_url(std::string_view input, const UrlLimits& limits, Userinfo userinfo) {
   if (input.size() > limits.max_input_bytes)
     return fail(Errc::bad_usage, fmt::format("url-too-long: the URL is longer than {} bytes", limits.max_input_bytes));
   // One pass finds the usual case: printable ASCII (and DEL) only, so valid
   // UTF-8 with no tab or newline; anything else takes the careful path.
-  const bool plain = std::all_of(input.begin(), input.end(),
-                                 [](char c) { return static_cast<unsigned char>(c - 0x20) < 0x60; });
+  const bool plain = printable_ascii(input);
   if (!plain && !detail::is_utf8(input)) return fail(Errc::bad_usage, "url-not-utf8: the URL is not valid UTF-8");
   // Pre-processing: strip leading and trailing C0 control or space; remove
   // every ASCII tab or newline.
   while (!input.empty() && static_cast<unsigned char>(input.front()) <= 0x20) input.remove_prefix(1);
   while (!input.empty() && static_cast<unsigned char>(input.back()) <= 0x20) input.remove_suffix(1);
   if (plain || std::none_of(input.begin(), input.end(), [](char c) { return c == '\t' || c == '\n' || c == '\r'; }))
-    return run_parser(input);
+    return run_parser(input, userinfo);
   std::string cleaned;
   cleaned.reserve(input.size());
   for (char c : input)
     if (c != '\t' && c != '\n' && c != '\r') cleaned += c;
-  return run_parser(cleaned);
+  return run_parser(cleaned, userinfo);
 }
 
 }  // namespace taskyon::capability

@@ -38,6 +38,16 @@ std::expected<std::string, Failure> domain_to_ascii(std::string_view domain_utf8
 // paths above must agree with (tests compare them).
 std::expected<std::string, Failure> domain_to_ascii_idn2(std::string_view domain_utf8);
 
+// Whether the URL parser percent-encodes the userinfo (parse_url() does).
+enum class Userinfo : bool { encoded, as_written };
+
+// parse_url() for the fetch policy, which refuses a URL with any username or
+// password whatever they hold. With Userinfo::as_written the username and
+// password are kept as written, each empty exactly when its encoded form
+// would be, so a long userinfo ("https://@@@@...@example.com/") costs no
+// encoding pass; every other field is parse_url()'s.
+Result<Url> parse_url(std::string_view input, const UrlLimits& limits, Userinfo userinfo);
+
 // parse_host() for input already known to be UTF-8 (the URL parser checks
 // the whole input once).
 Result<Host> parse_utf8_host(std::string_view input);
