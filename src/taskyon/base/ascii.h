@@ -5,9 +5,28 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <cstring>
 #include <string_view>
 
 namespace taskyon::ascii {
+
+// Word at a time: eight bytes in a std::uint64_t, in portable C++ (the wasm
+// build compiles it too), for scans over long runs of plain bytes (JSON
+// strings in json/canonical.cc, URLs in capability/url.cc).
+inline constexpr std::uint64_t kOnes = 0x0101010101010101u;      // 0x01 in every byte
+inline constexpr std::uint64_t kHighBits = 0x8080808080808080u;  // 0x80 in every byte
+
+// The eight bytes at p, unaligned.
+inline std::uint64_t load8(const char* p) {
+  std::uint64_t w;
+  std::memcpy(&w, p, sizeof w);
+  return w;
+}
+
+// Nonzero when a byte of x is zero. It never misses one, but may also flag
+// a byte above a real zero, so callers ask only "any?".
+constexpr std::uint64_t has_zero_byte(std::uint64_t x) { return (x - kOnes) & ~x & kHighBits; }
 
 constexpr char to_lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + 0x20) : c; }
 constexpr char to_upper(char c) { return c >= 'a' && c <= 'z' ? static_cast<char>(c - 0x20) : c; }

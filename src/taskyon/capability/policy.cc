@@ -199,7 +199,7 @@ Decision decide(std::string_view input, std::string_view method, Resolve&& resol
 
   // The userinfo as written: any username or password is refused below,
   // whatever it holds, so encoding it would be wasted work.
-  auto parsed = detail::parse_url(input, {}, detail::Userinfo::as_written);
+  auto parsed = detail::parse_url_with(input, {}, detail::Userinfo::as_written);
   if (!parsed) {
     (r += "not a valid URL: "sv) += parsed.error().message;
     deny(d, ReasonClass::malformed);

@@ -95,25 +95,16 @@ void append_encoded(std::string& out, std::string_view in, const ByteSet& set) {
   });
 }
 
-// Word-at-a-time (8 bytes in a std::uint64_t, portable C++: the wasm build
-// compiles this too), as in json/canonical.cc.
-constexpr std::uint64_t kOnes = 0x0101010101010101u;
-constexpr std::uint64_t kHighBits = 0x8080808080808080u;
-
-std::uint64_t load8(const char* p) {
-  std::uint64_t w;
-  std::memcpy(&w, p, sizeof w);
-  return w;
-}
-
-// Nonzero when a byte of x is zero; never misses one (it may flag a byte
-// above a real zero, which is why callers only ask "any?").
-constexpr std::uint64_t has_zero(std::uint64_t x) { return (x - kOnes) & ~x & kHighBits; }
+using ascii::has_zero_byte;
+using ascii::kHighBits;
+using ascii::kOnes;
+using ascii::load8;
 
 // Nonzero when a byte of w is '/', '\\', '?' or '#' (EOF aside, what ends an
 // authority or a path segment). '/' (0x2f) and '?' (0x3f) are the bytes b with b | 0x10 == 0x3f.
 constexpr std::uint64_t has_delimiter(std::uint64_t w) {
-  return has_zero((w | kOnes * 0x10) ^ (kOnes * 0x3f)) | has_zero(w ^ (kOnes * '\\')) | has_zero(w ^ (kOnes * '#'));
+  return has_zero_byte((w | kOnes * 0x10) ^ (kOnes * 0x3f)) | has_zero_byte(w ^ (kOnes * '\\')) |
+         has_zero_byte(w ^ (kOnes * '#'));
 }
 
 // True when every byte is printable ASCII or DEL (0x20-0x7f). The "has a byte
@@ -450,10 +441,10 @@ std::string Url::origin() const {
 }
 
 Result<Url> parse_url(std::string_view input, const UrlLimits& limits) {
-  return detail::parse_url(input, limits, detail::Userinfo::encoded);
+  return detail::parse_url_with(input, limits, detail::Userinfo::encoded);
 }
 
-Result<Url> detail::parse_url(std::string_view input, const UrlLimits& limits, Userinfo userinfo) {
+Result<Url> detail::parse_url_with(std::string_view input, const UrlLimits& limits, Userinfo userinfo) {
   if (input.size() > limits.max_input_bytes)
     return fail(Errc::bad_usage, fmt::format("url-too-long: the URL is longer than {} bytes", limits.max_input_bytes));
   // One pass finds the usual case: printable ASCII (and DEL) only, so valid

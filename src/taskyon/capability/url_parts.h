@@ -45,8 +45,10 @@ enum class Userinfo : bool { encoded, as_written };
 // password whatever they hold. With Userinfo::as_written the username and
 // password are kept as written, each empty exactly when its encoded form
 // would be, so a long userinfo ("https://@@@@...@example.com/") costs no
-// encoding pass; every other field is parse_url()'s.
-Result<Url> parse_url(std::string_view input, const UrlLimits& limits, Userinfo userinfo);
+// encoding pass; every other field is parse_url()'s. Named apart, so that an
+// unqualified parse_url() in detail code (a unity batch sees this header)
+// still finds the public one.
+Result<Url> parse_url_with(std::string_view input, const UrlLimits& limits, Userinfo userinfo);
 
 // parse_host() for input already known to be UTF-8 (the URL parser checks
 // the whole input once).

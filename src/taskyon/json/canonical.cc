@@ -22,6 +22,7 @@
 #include <charconv>
 #include <cstring>
 
+#include "taskyon/base/ascii.h"
 #include "taskyon/json/canonical_sink.h"
 #include "taskyon/json/json.h"
 #include "taskyon/json/number_text.h"
@@ -100,17 +101,12 @@ bool utf16_less(std::string_view a, std::string_view b) {
   return rank(next_code_point(a, i)) < rank(next_code_point(b, j));
 }
 
-// Word-at-a-time scanning (8 bytes in a std::uint64_t, portable C++: the
-// wasm build compiles this too). Each test is the classic "has a zero byte"
-// bit trick; it has no false negatives, so a clean word really is clean.
-constexpr std::uint64_t kOnes = 0x0101010101010101u;
-constexpr std::uint64_t kHighBits = 0x8080808080808080u;
-
-std::uint64_t load8(const char* p) {
-  std::uint64_t w;
-  std::memcpy(&w, p, sizeof w);
-  return w;
-}
+// Word-at-a-time scanning (base/ascii.h). Each test is the classic "has a
+// zero byte" bit trick; it has no false negatives, so a clean word really is
+// clean.
+using ascii::kHighBits;
+using ascii::kOnes;
+using ascii::load8;
 
 // Nonzero if a byte of w is '"', '\\', below 0x20 or at or above 0x80.
 constexpr std::uint64_t needs_look(std::uint64_t w) {
