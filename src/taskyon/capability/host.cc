@@ -235,7 +235,7 @@ Result<Host> detail::parse_utf8_host(std::string_view input) {
   auto failure = [&](detail::Failure name, std::string_view what) {
     std::string message;
     message.reserve(name.size() + 2 + what.size());
-    ((message += name) += ": ") += what;
+    detail::append_all(message, name, ": ", what);
     return fail(Errc::bad_usage, std::move(message), std::string(input));
   };
   if (input.empty()) return failure("host-missing", "the host is empty");

@@ -120,7 +120,7 @@ void append_range(std::string& out, const IpAddress& address, const AddressRange
     out += ", which embeds "sv;
     append_address(out, *v4);
     const auto& inner = classify(*v4);
-    if (inner.cls != AddressClass::global) ((((out += " ("sv) += inner.prefix) += ' ') += inner.name) += ')';
+    if (inner.cls != AddressClass::global) detail::append_all(out, " ("sv, inner.prefix, ' ', inner.name, ')');
     out += "; the whole block is refused"sv;
   }
 }
@@ -234,7 +234,7 @@ Decision decide(std::string_view input, std::string_view method, Resolve&& resol
 
   // Scheme and port (M4).
   if (url.kind != Scheme::https) {
-    ((r += "scheme \""sv) += url.scheme) += "\" is refused: tool code fetches https only"sv;
+    detail::append_all(r, "scheme \""sv, url.scheme, "\" is refused: tool code fetches https only"sv);
     deny(d, ReasonClass::scheme);
     return d;
   }
@@ -258,13 +258,12 @@ Decision decide(std::string_view input, std::string_view method, Resolve&& resol
   if (url.host.kind == HostKind::domain) {
     if (const BlockedName* name = blocked_name(url.host.domain)) {
       if (disguised) {
-        ((((((r += "host "sv) += quote_text(url.host_input)) += " is \""sv) += d.host) += "\", "sv) += name->what) += " ("sv;
-        (r += name->source) += ')';
+        detail::append_all(r, "host "sv, quote_text(url.host_input), " is \""sv, d.host, "\", "sv, name->what, " ("sv,
+                           name->source, ')');
         deny(d, ReasonClass::encoding_trick);
         return d;
       }
-      ((((r += "host \""sv) += d.host) += "\" is "sv) += name->what) += " ("sv;
-      (r += name->source) += ')';
+      detail::append_all(r, "host \""sv, d.host, "\" is "sv, name->what, " ("sv, name->source, ')');
       deny(d, name->cls);
       return d;
     }
@@ -292,7 +291,7 @@ Decision decide(std::string_view input, std::string_view method, Resolve&& resol
       return d;
     }
     const bool trick = disguised && url.host.kind == HostKind::ipv4;
-    if (trick) ((r += "host "sv) += quote_text(url.host_input)) += " is "sv;
+    if (trick) detail::append_all(r, "host "sv, quote_text(url.host_input), " is "sv);
     r += text;
     r += trick ? ", in "sv : " is in "sv;
     append_range(r, a, range);

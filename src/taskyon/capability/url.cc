@@ -236,7 +236,7 @@ class Parser {
   static Status failure(std::string_view name, std::string_view what) {
     std::string message;
     message.reserve(name.size() + 2 + what.size());
-    ((message += name) += ": "sv) += what;
+    detail::append_all(message, name, ": "sv, what);
     return Error{Errc::bad_usage, std::move(message), {}};
   }
 

@@ -57,4 +57,12 @@ Result<Host> parse_utf8_host(std::string_view input);
 // True for a well-formed UTF-8 sequence (no overlongs, surrogates, or > U+10FFFF).
 bool is_utf8(std::string_view bytes);
 
+// Appends each piece (a string, string_view or char) in turn: a message built
+// without parsing a format string (the parser's failures and the policy's
+// frequent reasons are on every refused decision's path; issue 19).
+template <typename... Pieces>
+void append_all(std::string& out, const Pieces&... pieces) {
+  (out += ... += pieces);
+}
+
 }  // namespace taskyon::capability::detail
