@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "taskyon/external/mcp.h"
+#include "taskyon/invoke/runtime_record.h"
 #include "taskyon/native/native.h"
 #include "taskyon/native/python.h"
 #include "taskyon/store/sandbox_log.h"
@@ -193,8 +194,10 @@ Result<std::unique_ptr<Host>> Host::open(Options options) {
     if (auto now = raw->read_activations()) raw->seen = std::move(*now);
   }
   if (raw->options.activation_poll.count() > 0) raw->timer = std::thread([raw] { raw->run_timer(); });
-  // One call connection opened ahead, so the first call does not open it.
+  // What the first call would otherwise do once, done here: open a call
+  // connection, and ask the JS runtime's version for the runtime record.
   if (auto conn = raw->borrow()) raw->give_back(std::move(*conn));
+  invoke::prepare_runtime_record(raw->options.runtime);
   return std::unique_ptr<Host>(new Host(std::move(impl)));
 }
 

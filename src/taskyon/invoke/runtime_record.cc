@@ -43,6 +43,8 @@ std::optional<json::Value> js_runtime_record(const sandbox::RuntimeConfig& confi
 
 }  // namespace
 
+void prepare_runtime_record(const sandbox::RuntimeConfig& config) { (void)js_runtime_record(config); }
+
 std::optional<json::Value> runtime_for(const registry::Manifest& tool, const sandbox::RuntimeConfig& config,
                                        const native::Session* natives) {
   switch (tool.execution) {

@@ -33,6 +33,13 @@ namespace taskyon::invoke {
 std::optional<json::Value> runtime_for(const registry::Manifest& tool, const sandbox::RuntimeConfig& config,
                                        const native::Session* natives);
 
+// Locates config's JS runtime and asks its version now, as the first
+// sandboxed call's runtime_for would (both kept per process): a long-lived
+// host calls it when it opens, so that its first call does not fork
+// `node --version` (~50 ms; issue 19). Nothing happens when the runtime is
+// not installed (the call then fails as before).
+void prepare_runtime_record(const sandbox::RuntimeConfig& config);
+
 // "node v22.12.0", "deno 2.1.4", "python 3.11.7 (strict)"; "unknown" for a
 // null record (a result stored before records existed).
 std::string describe_runtime(const json::Value& record);

@@ -117,10 +117,6 @@ struct Pool::Impl {
   // room for it (kSandboxStartBytes); a failure to start waits for the next
   // take (or 1 s), never spins.
   void fill() {
-    // The runtime's version is what the first call's runtime record asks
-    // (invoke/runtime_record.h): asked here, ahead, it is cached before that
-    // call instead of forking `node --version` inside it (~50 ms).
-    if (auto exe = node_path()) (void)runtime_version(config.runtime, *exe);
     std::unique_lock lock(mu);
     while (!stopping) {
       if (interrupted || spares.size() >= config.prestart) {

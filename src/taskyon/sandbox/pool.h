@@ -92,8 +92,6 @@ struct RuntimeConfig {
   // in the memory budget (destroyed first, "memory_budget"), not in max_live;
   // listed by sandboxes() with an empty revision; destroyed with a recorded
   // reason ("shutdown", interrupt()'s, "crashed" when one died waiting).
-  // That thread also asks the runtime's version first (runtime_version), so
-  // the first call's runtime record finds it cached.
   std::size_t prestart = 0;
   // The kernel layers every sandbox of the pool gets (hardening/contain.h).
   // tycli and the host never change it: all on, as this machine supports.
