@@ -15,6 +15,7 @@
 
 #include "taskyon/host/host.h"
 #include "taskyon/mcp/server.h"
+#include "taskyon/registry/schema.h"
 #include "taskyon/store/sandbox_log.h"
 #include "test_util.h"
 
@@ -89,6 +90,42 @@ TEST_F(HostTest, SessionsInOneProcessKeepTheirOwnState) {
   auto closed = host_->call(a, r);
   ASSERT_FALSE(closed.has_value());
   EXPECT_EQ(closed.error().code, Errc::bad_usage);
+}
+
+// Descriptors this process holds on `path` (the store file), from /proc/self/fd.
+int open_descriptors(const std::string& path) {
+  int n = 0;
+  std::error_code ec;
+  for (const auto& fd : std::filesystem::directory_iterator("/proc/self/fd", ec))
+    if (std::filesystem::read_symlink(fd.path(), ec) == std::filesystem::path(path)) ++n;
+  return n;
+}
+
+// What a call would otherwise do the first time is done as the host opens
+// (issue 19): the active tools' parameter schemas are compiled, and calls on
+// threads that come and go (tycli mcp runs each on its own) share the
+// connection the host opened instead of each opening one.
+TEST_F(HostTest, OpeningWarmsTheCallPathAndCallsOnNewThreadsOpenNoConnection) {
+  registry::clear_schema_cache();
+  host::Options o;
+  o.db_path = db_;
+  o.activation_poll = 0ms;
+  auto second = host::Host::open(std::move(o));
+  ASSERT_TRUE(second.has_value()) << second.error().describe();
+  EXPECT_EQ(registry::schema_cache_size(), 3u);  // counter, stuck, upper: compiled before any call
+  auto s = (*second)->open_session("threads");
+  const int before = open_descriptors(db_);
+  for (int i = 0; i < 3; ++i) {
+    std::thread([&] {
+      host::CallRequest r;
+      r.tool = "upper";
+      r.arguments = {{"input", "abc"}};
+      auto out = (*second)->call(s, r);
+      ASSERT_TRUE(out.has_value()) << out.error().describe();
+      EXPECT_EQ(out->outcome.value, "ABC");
+    }).join();
+    EXPECT_EQ(open_descriptors(db_), before) << "call " << i;
+  }
 }
 
 TEST_F(HostTest, CallsAreStoredLikeTyCliCall) {

@@ -1068,6 +1068,27 @@ TEST(SandboxPool, ADeadPrestartedSandboxIsNeverUsed) {
   EXPECT_TRUE(recorded);
 }
 
+// CallRequest::refill_later (the long-lived host): the spare a call took is
+// replaced when the caller says so (Pool::refill), not as the call returns.
+TEST(SandboxPool, ASpareTakenWithRefillLaterIsReplacedOnlyOnRefill) {
+  RuntimeConfig config;
+  config.prestart = 1;
+  Pool pool(config);
+  auto spares = wait_for_spares(pool, 1);
+  ASSERT_EQ(spares.size(), 1u);
+  auto r = request(rev("refill-later"), "() => 1");
+  r.refill_later = true;
+  auto out = run(pool, r);
+  ASSERT_EQ(out.status, Status::ok) << out.error;
+  EXPECT_EQ(pid_of(pool, rev("refill-later")), spares[0]);
+  std::this_thread::sleep_for(500ms);  // long enough for a spare to start were the filler woken
+  EXPECT_TRUE(wait_for_spares(pool, 0).empty());
+  pool.refill();
+  auto next = wait_for_spares(pool, 1);
+  ASSERT_EQ(next.size(), 1u);
+  EXPECT_NE(next[0], spares[0]);
+}
+
 TEST(SandboxPool, PrestartedSandboxesCountInTheMemoryBudget) {
   RuntimeConfig config;
   config.prestart = 1;

@@ -407,5 +407,30 @@ TEST(StoreConcurrency, StatementsArePreparedOncePerConnection) {
   EXPECT_EQ(st->database().prepared_count(), prepared);
 }
 
+// Store::park (the long-lived host's call connections): the next thread
+// without a connection of its own takes the parked one, prepared statements
+// and all, instead of opening another.
+TEST(StoreConcurrency, AParkedConnectionGoesToTheNextThread) {
+  testing::TempDir dir;
+  auto st = Store::open((dir / "taskyon.db").string());
+  ASSERT_TRUE(st);
+  ASSERT_FALSE(install_counter(*st).empty());
+  std::size_t first = 0, next = 0, unparked = 0;
+  std::thread([&] {
+    ASSERT_TRUE(st->resolve("counter"));
+    first = st->database().prepared_count();
+    st->park();
+  }).join();
+  std::thread([&] {
+    next = st->database().prepared_count();  // the parked connection, not a new one
+    ASSERT_TRUE(st->resolve("counter"));
+    // A second thread meanwhile gets a connection of its own.
+    std::thread([&] { unparked = st->database().prepared_count(); }).join();
+  }).join();
+  EXPECT_GT(first, 0u);
+  EXPECT_EQ(next, first);
+  EXPECT_LT(unparked, first);
+}
+
 }  // namespace
 }  // namespace taskyon::store

@@ -86,9 +86,27 @@ struct Host::Impl {
     if (!opened) return std::unexpected(std::move(opened.error()));
     return std::make_unique<store::Store>(std::move(*opened));
   }
+  // The caller's thread may end after the call: its connection is parked for
+  // the next borrower's thread (store::Store::park).
   void give_back(std::unique_ptr<store::Store> conn) {
+    conn->park();
     std::lock_guard lock(conn_mu);
     if (idle_connections.size() < 8) idle_connections.push_back(std::move(conn));
+  }
+
+  // Compiles a call with no arguments of each active tool (the first
+  // kWarmedTools by name) and drops it: a compile error (a missing required
+  // argument, a tampered revision) is the call's to report, not the host's.
+  void warm(store::Store& conn) {
+    constexpr std::size_t kWarmedTools = 64;
+    Activations active;
+    {
+      std::lock_guard lock(seen_mu);
+      if (seen) active = *seen;
+    }
+    if (active.size() > kWarmedTools) active.resize(kWarmedTools);
+    for (const auto& [name, revision] : active)
+      (void)tasks::compile(tasks::function_call(name, json::Value::object()), {{}, conn.resolver()});
   }
 
   // Writes the pending destructions to the sandbox log (under store_mu).
@@ -194,9 +212,15 @@ Result<std::unique_ptr<Host>> Host::open(Options options) {
     if (auto now = raw->read_activations()) raw->seen = std::move(*now);
   }
   if (raw->options.activation_poll.count() > 0) raw->timer = std::thread([raw] { raw->run_timer(); });
-  // What the first call would otherwise do once, done here: open a call
-  // connection, and ask the JS runtime's version for the runtime record.
-  if (auto conn = raw->borrow()) raw->give_back(std::move(*conn));
+  // What the first call would otherwise do once, done here: open the
+  // connection calls borrow, compile a call of each active tool on it (up to
+  // kWarmedTools; the revision is read and verified, its parameter schema
+  // compiled, both kept per process, and the statements a call reads with are
+  // prepared), and ask the JS runtime's version for the runtime record.
+  if (auto conn = raw->borrow()) {
+    raw->warm(**conn);
+    raw->give_back(std::move(*conn));
+  }
   invoke::prepare_runtime_record(raw->options.runtime);
   return std::unique_ptr<Host>(new Host(std::move(impl)));
 }
@@ -324,8 +348,10 @@ Result<CallResult> Host::call(const SessionId& session, const CallRequest& reque
       p.message = std::string(message);
       request.events.on_progress(p);
     };
+  options.refill_later = true;  // the spare this call takes is replaced once it is stored
   auto inv = invoke::run_call(st, *im.pool, *given, options);
   im.give_back(std::move(*conn));
+  im.pool->refill();
   im.flush();
   return inv;
 }

@@ -121,6 +121,7 @@ Result<sandbox::CallOutcome> execute(store::Store& store, const tasks::ResolvedT
       request.session = options.session;
       request.on_log = options.on_log;
       request.on_progress = options.on_progress;
+      request.refill_later = options.refill_later;
       return pool.call(request);
     }
     case registry::Execution::trusted_native: {

@@ -49,6 +49,9 @@ struct Options {
   // Imported MCP servers kept running between calls (the long-lived host);
   // null: each call starts its server afresh (external::call_tool).
   external::McpClients* mcp_clients = nullptr;
+  // sandbox::CallRequest::refill_later: the caller calls Pool::refill() once
+  // its own work after the call is done (the long-lived host, after the call).
+  bool refill_later = false;
 };
 
 struct Invocation {

@@ -151,8 +151,8 @@ struct Pool::Impl {
   // A pre-started sandbox for a fresh call, or null. One that died or wrote
   // while it waited is destroyed (its reason recorded) and the next is tried.
   // The filler is not woken here: the caller wakes it once its call has
-  // ended (refill_after), so starting the next spare — a fork of this
-  // process — never competes with the first call it was kept for.
+  // ended (refill_after, or Pool::refill), so starting the next spare — a
+  // fork of this process — never competes with the first call it was kept for.
   std::shared_ptr<Sandbox> take_spare() {
     if (config.prestart == 0) return nullptr;
     for (;;) {
@@ -421,7 +421,8 @@ struct Pool::Impl {
       load_frame = std::move(*encoded);
     }
     bool from_spare = false;
-    // Wakes the filler when this call ends, if it took or tried a spare.
+    // Wakes the filler when this call ends, if it took or tried a spare
+    // (unless its caller does it later: CallRequest::refill_later).
     struct RefillAfter {
       std::condition_variable* cv = nullptr;
       ~RefillAfter() {
@@ -430,7 +431,7 @@ struct Pool::Impl {
     } refill_after;
     if (fresh) {
       evict_for_room(slot.get());
-      if (config.prestart > 0) refill_after.cv = &filler_cv;
+      if (config.prestart > 0 && !request.refill_later) refill_after.cv = &filler_cv;
       sandbox = take_spare();
       from_spare = sandbox != nullptr;
       if (sandbox) {
@@ -610,6 +611,15 @@ void Pool::close_session(std::string_view session, std::string_view reason) {
     }
   }
   for (const auto& sandbox : doomed) sandbox->kill(reason);
+}
+
+void Pool::refill() {
+  if (impl_->config.prestart == 0) return;
+  {
+    std::lock_guard lock(impl_->mu);
+    if (impl_->spares.size() >= impl_->config.prestart) return;  // a warm call took none: no wake-up
+  }
+  impl_->filler_cv.notify_all();
 }
 
 void Pool::retire_superseded(std::string_view name, std::string_view active) {

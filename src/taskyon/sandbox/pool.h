@@ -213,6 +213,12 @@ struct CallRequest {
   // as it arrives: value, total (NaN when not given), message; at most
   // kMaxProgressFrames per call, messages at most kMaxProgressMessageBytes.
   std::function<void(double, double, std::string_view)> on_progress = {};
+  // For a caller with work of its own after the call (the long-lived host
+  // stores the record and writes the reply): a spare (RuntimeConfig::prestart)
+  // this call takes is replaced only when the caller calls Pool::refill(), so
+  // starting the next spare, a fork of this process, does not slow that work.
+  // false: replaced as soon as the call ends.
+  bool refill_later = false;
 };
 
 // How a call ended. Only `ok` carries a value; the others carry a message.
@@ -295,6 +301,10 @@ class Pool {
   // retained sandbox of that name whose revision is not `active`, recorded as
   // "superseded". A pinned call to an older revision later gets a fresh one.
   void retire_superseded(std::string_view name, std::string_view active);
+
+  // Starts replacing the spares calls took (CallRequest::refill_later), on the
+  // pool's own thread; returns at once. Nothing happens without RuntimeConfig::prestart.
+  void refill();
 
   // Ends the pool's work for good (the host got SIGTERM/SIGINT/SIGHUP): every
   // live sandbox, retained or disposable, is SIGKILLed at once and recorded

@@ -136,12 +136,23 @@ struct Store::Connections {
   int busy_ms = sql::kBusyRetryMs;
   std::mutex m;
   std::unordered_map<std::thread::id, std::unique_ptr<sql::Database>> by_thread;
+  std::unique_ptr<sql::Database> parked;  // park(): taken by the next thread without one
 };
 
 void Store::set_busy_limit(std::chrono::milliseconds limit) {
   std::lock_guard lock(conns_->m);
   conns_->busy_ms = static_cast<int>(limit.count());
   for (auto& [_, db] : conns_->by_thread) db->set_busy_limit(conns_->busy_ms);
+  if (conns_->parked) conns_->parked->set_busy_limit(conns_->busy_ms);
+}
+
+void Store::park() {
+  auto& c = *conns_;
+  std::lock_guard lock(c.m);
+  auto it = c.by_thread.find(std::this_thread::get_id());
+  if (it == c.by_thread.end()) return;
+  if (!c.parked) c.parked = std::move(it->second);  // else one is enough: this one closes
+  c.by_thread.erase(it);
 }
 
 Store::Store(sql::Database db, sql::Access access) : conns_(std::make_unique<Connections>()) {
@@ -158,6 +169,7 @@ sql::Database& Store::database() {
   const auto me = std::this_thread::get_id();
   std::lock_guard lock(c.m);
   if (auto it = c.by_thread.find(me); it != c.by_thread.end()) return *it->second;
+  if (c.parked) return *c.by_thread.emplace(me, std::move(c.parked)).first->second;
   // A read-write store's first connection already migrated it; this one only
   // needs its per-connection settings.
   auto db = sql::Database::open(c.path, c.access);

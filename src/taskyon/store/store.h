@@ -146,6 +146,12 @@ class Store {
   // The calling thread's connection (see "Threads" above). A connection that
   // cannot be opened is returned broken: its exec/prepare give the error.
   sql::Database& database();
+  // Sets the calling thread's connection aside, with its prepared statements;
+  // the next thread without a connection of its own takes it instead of
+  // opening one. For a Store lent to one thread at a time (the long-lived
+  // host's call connections, whose callers come on threads that end after
+  // the call): the connection outlives the thread, and no dead thread keeps one.
+  void park();
   // The bound on waiting for a busy store (sql::Database::set_busy_limit), for
   // every connection of this Store, current and future. Default sql::kBusyRetryMs.
   void set_busy_limit(std::chrono::milliseconds limit);
