@@ -480,25 +480,28 @@ TEST(McpLimits, The17thConcurrentCallOfAConnectionIsRefusedNamingTheLimit) {
 
 // --prestart N (issue 19, as for tycli serve): hardened, not yet loaded
 // sandboxes are started before any request, a revision's first call takes
-// one, and none is left once stdin closes; a count past 16 is refused naming
-// the flag, before anything starts.
+// one (the tool runs in a workdir that was there before the request), and
+// none is left once stdin closes; a count past 16 is refused naming the flag,
+// before anything starts.
 TEST(McpPrestart, SandboxesAreReadyBeforeTheFirstRequestAndNoneIsLeftAtExit) {
   TempDir home;
-  install(home, "quick", js_tool("quick", "() => 'ok'"));
+  install(home, "quick", js_tool("quick", "() => process.cwd()"));
   auto refused = run_tycli({"mcp", "--prestart", "17"}, home.path());
   EXPECT_EQ(refused.exit_code, 2) << refused.out << refused.err;
   EXPECT_NE(refused.err.find("--prestart"), std::string::npos) << refused.err;
   McpProcess mcp(home, {"mcp", "--prestart", "2"});
   ASSERT_GT(mcp.pid(), 0);
-  std::size_t ready = 0;
-  for (int i = 0; i < 600 && ready == 0; ++i) {
-    ready = processes_in(home / "tmp").size();
-    if (ready == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  std::set<std::string> spares;
+  for (int i = 0; i < 600 && spares.size() < 2; ++i) {
+    spares = working_directories_in(home / "tmp");
+    if (spares.size() < 2) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  EXPECT_GT(ready, 0u) << "no sandbox was started before the first request: " << mcp.err();
+  EXPECT_EQ(spares.size(), 2u) << "the sandboxes were not started before the first request: " << mcp.err();
   ASSERT_TRUE(mcp.initialize().contains("result")) << mcp.err();
   ASSERT_TRUE(mcp.call(2, "quick"));
-  EXPECT_EQ(structured(mcp.response(2)["result"])["result"], "ok") << mcp.err();
+  const Value ran_in = structured(mcp.response(2)["result"])["result"];
+  ASSERT_TRUE(ran_in.is_string()) << ran_in.dump() << mcp.err();
+  EXPECT_TRUE(spares.contains(ran_in.get<std::string>())) << ran_in << " is not a pre-started sandbox's workdir";
   mcp.close_stdin();
   EXPECT_EQ(mcp.wait(), 0) << mcp.err();
   EXPECT_TRUE(processes_in(home / "tmp").empty()) << "a process is left under the host's TMPDIR";

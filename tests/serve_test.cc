@@ -814,27 +814,36 @@ TEST_F(Serve, TheCallPastMaxConcurrentCallsIsRefusedNamingTheLimit) {
 }
 
 // --prestart N (issue 19): the server keeps hardened, not yet loaded sandboxes
-// ready before any call (none without it); a revision's first call takes one;
-// SIGTERM leaves no process; a count past 16 is refused naming the flag.
+// ready before any call (none without it); a revision's first call takes one
+// (it runs in a workdir that was there before the call); SIGTERM leaves no
+// process; a count past 16 is refused naming the flag.
 TEST_F(Serve, PrestartKeepsSandboxesReadyBeforeTheFirstCallAndLeavesNoneAtExit) {
   ASSERT_EQ(tycli({"tool", "install", home.write("upper.json", upper.dump())}).exit_code, 0);
+  const Value where = testing::js_tool("where", "() => process.cwd()");
+  ASSERT_EQ(tycli({"tool", "install", home.write("where.json", where.dump())}).exit_code, 0);
   auto refused = tycli({"serve", "--prestart", "17"});
   EXPECT_EQ(refused.exit_code, 2) << refused.out << refused.err;
   EXPECT_THAT(refused.err, HasSubstr("--prestart"));
   EXPECT_FALSE(std::filesystem::exists(home.path() / "serve.token"));
   Served s(home, {}, {"--prestart", "2"});
   ASSERT_TRUE(s.up()) << s.log();
-  std::size_t ready = 0;
-  for (int i = 0; i < 600 && ready == 0; ++i) {
-    ready = testing::processes_in(home / "tmp").size();
-    if (ready == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  std::set<std::string> spares;
+  for (int i = 0; i < 600 && spares.size() < 2; ++i) {
+    spares = testing::working_directories_in(home / "tmp");
+    if (spares.size() < 2) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  EXPECT_GT(ready, 0u) << "no sandbox was started before the first call: " << s.log();
-  auto called = s.post("/v1/call", Value{{"tool", "upper"}, {"args", {{"input", "abc"}}}});
+  EXPECT_EQ(spares.size(), 2u) << "the sandboxes were not started before the first call: " << s.log();
+  auto called = s.post("/v1/call", Value{{"tool", "where"}});
   ASSERT_TRUE(called);
   ASSERT_EQ(called->status, 200) << called->body;
-  EXPECT_EQ(body_of(called)["result"], "ABC");
+  const Value ran_in = body_of(called)["result"];
+  ASSERT_TRUE(ran_in.is_string()) << called->body;
+  EXPECT_TRUE(spares.contains(ran_in.get<std::string>())) << ran_in << " is not a pre-started sandbox's workdir";
   EXPECT_EQ(body_of(called)["sandbox"]["fresh"], true) << "a spare is a fresh sandbox for its revision";
+  auto upper_called = s.post("/v1/call", Value{{"tool", "upper"}, {"args", {{"input", "abc"}}}});
+  ASSERT_TRUE(upper_called);
+  ASSERT_EQ(upper_called->status, 200) << upper_called->body;
+  EXPECT_EQ(body_of(upper_called)["result"], "ABC");
   EXPECT_EQ(s.stop(), 0) << s.log();
   EXPECT_TRUE(testing::processes_in(home / "tmp").empty()) << "a process is left under the host's TMPDIR";
 }

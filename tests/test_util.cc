@@ -187,4 +187,14 @@ std::vector<int> processes_in(const std::filesystem::path& dir) {
   return pids;
 }
 
+std::set<std::string> working_directories_in(const std::filesystem::path& dir) {
+  std::set<std::string> cwds;
+  for (int pid : processes_in(dir)) {
+    std::error_code ec;
+    auto cwd = std::filesystem::read_symlink("/proc/" + std::to_string(pid) + "/cwd", ec);
+    if (!ec) cwds.insert(cwd.string());
+  }
+  return cwds;
+}
+
 }  // namespace taskyon::testing

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <filesystem>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -86,6 +87,8 @@ std::vector<int> children_of(int parent);
 // Pids of live processes whose working directory is under `dir`
 // (sandboxes work in a private directory under the host's TMPDIR).
 std::vector<int> processes_in(const std::filesystem::path& dir);
+// The working directories (under `dir`) of those processes: a sandbox's is its workdir.
+std::set<std::string> working_directories_in(const std::filesystem::path& dir);
 
 // A sandboxed-code manifest with one string parameter "input".
 json::Value js_tool(const std::string& name, const std::string& code);
