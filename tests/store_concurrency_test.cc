@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 #include <thread>
 #include <vector>
@@ -430,6 +431,25 @@ TEST(StoreConcurrency, AParkedConnectionGoesToTheNextThread) {
   EXPECT_GT(first, 0u);
   EXPECT_EQ(next, first);
   EXPECT_LT(unparked, first);
+}
+
+// A connection that could not be opened is not parked: the next thread opens
+// its own once the store is reachable again.
+TEST(StoreConcurrency, ABrokenConnectionIsNotParked) {
+  testing::TempDir dir;
+  std::filesystem::create_directories(dir / "a");
+  auto st = Store::open((dir / "a" / "taskyon.db").string());
+  ASSERT_TRUE(st);
+  ASSERT_FALSE(install_counter(*st).empty());
+  std::filesystem::rename(dir / "a", dir / "b");  // the store's path leads nowhere
+  bool broken = false;
+  std::thread([&] {
+    broken = !st->database().prepare("SELECT 1");
+    st->park();
+  }).join();
+  std::filesystem::rename(dir / "b", dir / "a");
+  ASSERT_TRUE(broken) << "the connection opened though its directory was gone";
+  std::thread([&] { EXPECT_TRUE(st->resolve("counter")) << "the broken connection was handed on"; }).join();
 }
 
 }  // namespace

@@ -151,7 +151,9 @@ void Store::park() {
   std::lock_guard lock(c.m);
   auto it = c.by_thread.find(std::this_thread::get_id());
   if (it == c.by_thread.end()) return;
-  if (!c.parked) c.parked = std::move(it->second);  // else one is enough: this one closes
+  // One parked is enough (another closes), and one that could not be opened
+  // is dropped: the next thread tries again.
+  if (!c.parked && it->second->raw() != nullptr) c.parked = std::move(it->second);
   c.by_thread.erase(it);
 }
 
