@@ -7,8 +7,10 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <filesystem>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -431,6 +433,41 @@ TEST(StoreConcurrency, AParkedConnectionGoesToTheNextThread) {
   EXPECT_GT(first, 0u);
   EXPECT_EQ(next, first);
   EXPECT_LT(unparked, first);
+}
+
+// A thread that ends without park() hands its connection on all the same
+// (tycli mcp's per-call threads, a call's capability threads): the next new
+// thread takes it, statements and all, instead of opening another.
+TEST(StoreConcurrency, AnEndedThreadsConnectionGoesToTheNextThread) {
+  testing::TempDir dir;
+  auto st = Store::open((dir / "taskyon.db").string());
+  ASSERT_TRUE(st);
+  ASSERT_FALSE(install_counter(*st).empty());
+  std::size_t ended = 0, next = 0;
+  std::thread([&] {
+    ASSERT_TRUE(st->resolve("counter"));
+    ended = st->database().prepared_count();
+  }).join();
+  // Threads that hold the ended one's stack (glibc reuses it, and its id
+  // with it), so the next thread surely has an id of its own.
+  std::mutex m;
+  std::condition_variable cv;
+  bool release = false;
+  std::vector<std::thread> holders;
+  for (int i = 0; i < 3; ++i)
+    holders.emplace_back([&] {
+      std::unique_lock lock(m);
+      cv.wait(lock, [&] { return release; });
+    });
+  std::thread([&] { next = st->database().prepared_count(); }).join();
+  {
+    std::lock_guard lock(m);
+    release = true;
+  }
+  cv.notify_all();
+  for (auto& h : holders) h.join();
+  EXPECT_GT(ended, 0u);
+  EXPECT_EQ(next, ended) << "a new connection was opened: the ended thread's was not handed on";
 }
 
 // A connection that could not be opened is not parked: the next thread opens

@@ -8,9 +8,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <unordered_map>
+#include <vector>
 
 #include <fmt/chrono.h>
 #include <fmt/format.h>
@@ -131,33 +134,56 @@ Result<RevisionRecord> load_revision(sql::Statement& stmt) {
 }  // namespace
 
 struct Store::Connections {
+  static constexpr std::size_t kMaxParked = 4;
   std::string path;
   sql::Access access = sql::Access::read_write;
   int busy_ms = sql::kBusyRetryMs;
   std::mutex m;
   std::unordered_map<std::thread::id, std::unique_ptr<sql::Database>> by_thread;
-  std::unique_ptr<sql::Database> parked;  // park(): taken by the next thread without one
+  // Set aside by park() or a thread's end; the last one is taken first.
+  std::vector<std::unique_ptr<sql::Database>> parked;
+
+  void park(std::thread::id thread) {
+    std::lock_guard lock(m);
+    auto it = by_thread.find(thread);
+    if (it == by_thread.end()) return;
+    // One that could not be opened is dropped (the next thread tries again);
+    // past kMaxParked, one closes.
+    if (parked.size() < kMaxParked && it->second->raw() != nullptr) parked.push_back(std::move(it->second));
+    by_thread.erase(it);
+  }
 };
+
+namespace {
+
+// Run when a thread ends: each Store it has a connection of gets it back
+// parked (a Store already gone is skipped). One entry per Store.
+struct ThreadEnd {
+  std::vector<std::pair<std::weak_ptr<void>, std::function<void()>>> hooks;
+  ~ThreadEnd() {
+    for (auto& [_, hook] : hooks) hook();
+  }
+  void add(const std::shared_ptr<void>& owner, std::function<void()> hook) {
+    std::erase_if(hooks, [&](const auto& h) {
+      return h.first.expired() || (!h.first.owner_before(owner) && !owner.owner_before(h.first));
+    });
+    hooks.emplace_back(owner, std::move(hook));
+  }
+};
+thread_local ThreadEnd thread_end;
+
+}  // namespace
 
 void Store::set_busy_limit(std::chrono::milliseconds limit) {
   std::lock_guard lock(conns_->m);
   conns_->busy_ms = static_cast<int>(limit.count());
   for (auto& [_, db] : conns_->by_thread) db->set_busy_limit(conns_->busy_ms);
-  if (conns_->parked) conns_->parked->set_busy_limit(conns_->busy_ms);
+  for (auto& db : conns_->parked) db->set_busy_limit(conns_->busy_ms);
 }
 
-void Store::park() {
-  auto& c = *conns_;
-  std::lock_guard lock(c.m);
-  auto it = c.by_thread.find(std::this_thread::get_id());
-  if (it == c.by_thread.end()) return;
-  // One parked is enough (another closes), and one that could not be opened
-  // is dropped: the next thread tries again.
-  if (!c.parked && it->second->raw() != nullptr) c.parked = std::move(it->second);
-  c.by_thread.erase(it);
-}
+void Store::park() { conns_->park(std::this_thread::get_id()); }
 
-Store::Store(sql::Database db, sql::Access access) : conns_(std::make_unique<Connections>()) {
+Store::Store(sql::Database db, sql::Access access) : conns_(std::make_shared<Connections>()) {
   conns_->path = db.path();
   conns_->access = access;
   conns_->by_thread.emplace(std::this_thread::get_id(), std::make_unique<sql::Database>(std::move(db)));
@@ -169,18 +195,30 @@ Store::~Store() = default;
 sql::Database& Store::database() {
   auto& c = *conns_;
   const auto me = std::this_thread::get_id();
-  std::lock_guard lock(c.m);
+  std::unique_lock lock(c.m);
   if (auto it = c.by_thread.find(me); it != c.by_thread.end()) return *it->second;
-  if (c.parked) return *c.by_thread.emplace(me, std::move(c.parked)).first->second;
-  // A read-write store's first connection already migrated it; this one only
-  // needs its per-connection settings.
-  auto db = sql::Database::open(c.path, c.access);
-  if (db && c.access == sql::Access::read_write) {
-    if (auto r = set_pragmas(*db, false); !r) db = std::unexpected(r.error());
+  std::unique_ptr<sql::Database> conn;
+  if (!c.parked.empty()) {
+    conn = std::move(c.parked.back());
+    c.parked.pop_back();
+  } else {
+    // A read-write store's first connection already migrated it; this one
+    // only needs its per-connection settings.
+    auto db = sql::Database::open(c.path, c.access);
+    if (db && c.access == sql::Access::read_write) {
+      if (auto r = set_pragmas(*db, false); !r) db = std::unexpected(r.error());
+    }
+    conn = std::make_unique<sql::Database>(db ? std::move(*db) : sql::Database::broken(db.error()));
+    if (c.busy_ms != sql::kBusyRetryMs) conn->set_busy_limit(c.busy_ms);
   }
-  auto conn = std::make_unique<sql::Database>(db ? std::move(*db) : sql::Database::broken(db.error()));
-  if (c.busy_ms != sql::kBusyRetryMs) conn->set_busy_limit(c.busy_ms);
-  return *c.by_thread.emplace(me, std::move(conn)).first->second;
+  auto& mine = *c.by_thread.emplace(me, std::move(conn)).first->second;
+  lock.unlock();
+  // A thread that ends (tycli mcp's per-call threads, a call's capability
+  // threads) hands its connection on instead of keeping it until the Store goes.
+  thread_end.add(conns_, [weak = std::weak_ptr<Connections>(conns_), me] {
+    if (auto live = weak.lock()) live->park(me);
+  });
+  return mine;
 }
 
 Result<std::string> default_db_path() {

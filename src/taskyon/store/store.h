@@ -148,9 +148,12 @@ class Store {
   sql::Database& database();
   // Sets the calling thread's connection aside, with its prepared statements;
   // the next thread without a connection of its own takes it instead of
-  // opening one. For a Store lent to one thread at a time (the long-lived
-  // host's call connections, whose callers come on threads that end after
-  // the call): the connection outlives the thread, and no dead thread keeps one.
+  // opening one (the last parked first; at most 4 are kept, one that could
+  // not be opened never). A thread's connections are parked this way when the
+  // thread ends, too: threads that come and go (one per MCP call, one per
+  // capability request) reuse connections instead of each opening one and
+  // leaving it behind. park() hands it on before then (the long-lived host
+  // gives back a call connection on a thread that lives on).
   void park();
   // The bound on waiting for a busy store (sql::Database::set_busy_limit), for
   // every connection of this Store, current and future. Default sql::kBusyRetryMs.
@@ -177,7 +180,7 @@ class Store {
  private:
   struct Connections;
   Store(sql::Database db, sql::Access access);
-  std::unique_ptr<Connections> conns_;
+  std::shared_ptr<Connections> conns_;  // shared: a thread's end finds them (store.cc)
 };
 
 }  // namespace taskyon::store
