@@ -178,5 +178,29 @@ TEST(SandboxPidNamespaceMemory, TheBudgetCountsTheInitWithTheRuntime) {
   EXPECT_TRUE(rss_held) << last;
 }
 
+// Once the runtime has exec'd, the init execs taskyon-init (hardening/
+// init_image.h): it no longer holds a copy-on-write snapshot of the host, whose
+// pages it would otherwise keep resident (this test binary: tens of MiB) and
+// copy each time the host writes one.
+TEST_F(SandboxPidNamespace, TheInitKeepsNoCopyOfTheHost) {
+  auto out = pool_.call(request("sha256:pidns-small-init", "() => 1"));
+  ASSERT_TRUE(out.has_value() && out->status == Status::ok);
+  const int init = parent_and_session(pool_.sandboxes().at(0).pid).first;
+  ASSERT_GT(init, 0);
+  ASSERT_NE(init, ::getpid());
+  const std::string cmdline = read_text("/proc/" + std::to_string(init) + "/cmdline");
+  EXPECT_EQ(cmdline.substr(0, cmdline.find('\0')), "taskyon-init");
+  EXPECT_EQ(status_field(init, "NSpid"), std::to_string(init) + "\t1");
+  const auto init_rss = resident_bytes(init);
+  const auto host_rss = resident_bytes(::getpid());
+  ASSERT_TRUE(init_rss && host_rss);
+  EXPECT_LT(*init_rss, 1u << 20) << "the host's is " << *host_rss;
+  // Still the runtime's reporter: the runtime's end reaches the host as its own.
+  auto abort = pool_.call(request("sha256:pidns-small-init-abort", "() => process.abort()"));
+  ASSERT_TRUE(abort.has_value()) << abort.error().describe();
+  EXPECT_EQ(abort->status, Status::crashed) << abort->error;
+  EXPECT_NE(abort->error.find("SIGABRT"), std::string::npos) << abort->error;
+}
+
 }  // namespace
 }  // namespace taskyon::sandbox

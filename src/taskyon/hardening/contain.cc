@@ -21,6 +21,7 @@
 
 #include <fmt/format.h>
 
+#include "taskyon/hardening/init_image.h"
 #include "taskyon/hardening/probe.h"
 
 namespace taskyon::hardening {
@@ -169,6 +170,7 @@ Result<std::unique_ptr<const Containment>> Containment::prepare(std::shared_ptr<
   if (c->policy_->namespace_plan().pid()) {
     if (stdio.report < 0) return fail(Errc::internal, "a PID namespace child needs its report socket");
     c->runtime_stack_ = std::make_unique<unsigned char[]>(Containment::kRuntimeStack);
+    if (const auto& image = init_image_fd()) c->init_image_ = *image;
   }
   if (c->policy_->layers().mount_namespace) c->root_ = mounts::plan_root(c->policy_->mount_files(), spec.workdir);
   if (c->policy_->layers().seccomp) {
@@ -194,6 +196,31 @@ int wait_for(pid_t pid) noexcept {
     if (r == pid) return status;
     if (r < 0 && errno != EINTR) return -1;
   }
+}
+
+// Closes every descriptor but `a` and `b` (either may be -1).
+void keep_only(int a, int b) noexcept {
+  const int low = std::min(a, b), high = std::max(a, b);
+  unsigned next = 0;
+  for (const int keep : {low, high}) {
+    if (keep < 0 || static_cast<unsigned>(keep) < next) continue;
+    if (static_cast<unsigned>(keep) > next) ::close_range(next, static_cast<unsigned>(keep) - 1, 0);
+    next = static_cast<unsigned>(keep) + 1;
+  }
+  ::close_range(next, ~0U, 0);
+}
+
+// `value` (>= 0) in decimal into `out` (16 bytes), without allocating.
+char* decimal(int value, char (&out)[16]) noexcept {
+  char reversed[16];
+  int n = 0;
+  do {
+    reversed[n++] = static_cast<char>('0' + value % 10);
+    value /= 10;
+  } while (value > 0 && n < 15);
+  for (int i = 0; i < n; ++i) out[i] = reversed[n - 1 - i];
+  out[n] = '\0';
+  return out;
 }
 
 // True while the other end of the connected socket `fd` is open (the host's
@@ -246,7 +273,8 @@ namespace {
 // The init, PID 1 of the PID namespace, after steps 1-6: clones the runtime,
 // waits for it, reports its wait status to the host and exits (the kernel then
 // kills whatever is left in the namespace).
-[[noreturn]] void run_init(const Containment& c, bool die_with_parent, int report, unsigned char* stack_top) noexcept {
+[[noreturn]] void run_init(const Containment& c, bool die_with_parent, int report, int init_image,
+                           unsigned char* stack_top) noexcept {
   if (die_with_parent) {
     require(::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) == 0, Step::pdeathsig);
     require(peer_open(report), Step::parent_gone);  // getppid() is 0 here: the host is outside
@@ -257,9 +285,19 @@ namespace {
   const pid_t runtime = ::clone(run_runtime, stack_top, CLONE_VM | CLONE_VFORK | SIGCHLD,
                                 const_cast<Containment*>(&c));
   require(runtime > 0, Step::pid_init);
-  // The runtime has exec'd (or failed): keep nothing of the host's but the report end.
-  if (report > 0) ::close_range(0, static_cast<unsigned>(report) - 1, 0);
-  ::close_range(static_cast<unsigned>(report) + 1, ~0U, 0);
+  // The runtime has exec'd (or failed): keep nothing of the host's but the
+  // report end, and the program to exec.
+  keep_only(report, init_image);
+  if (init_image >= 0) {
+    // Become taskyon-init (init_image.h): the host's memory goes with the exec.
+    char name[] = "taskyon-init", report_text[16], runtime_text[16];
+    char* argv[] = {name, decimal(report, report_text), decimal(runtime, runtime_text), nullptr};
+    char* envp[] = {nullptr};
+    if (::fcntl(report, F_SETFD, 0) == 0)  // the report end stays open across the exec
+      ::syscall(SYS_execveat, init_image, "", argv, envp, AT_EMPTY_PATH);
+    ::fcntl(report, F_SETFD, FD_CLOEXEC);
+    ::close(init_image);  // it failed: wait here instead, as a fork of the host
+  }
   struct {
     char kind;
     int status;
@@ -306,7 +344,7 @@ void contain(const Containment& c) noexcept {
   if (ns.pid()) {
     // 16-byte aligned top of the runtime's stack (the stack grows down).
     auto top = reinterpret_cast<std::uintptr_t>(c.runtime_stack_.get() + Containment::kRuntimeStack);
-    run_init(c, layers.die_with_parent, c.stdio_.report, reinterpret_cast<unsigned char*>(top & ~std::uintptr_t{15}));
+    run_init(c, layers.die_with_parent, c.stdio_.report, c.init_image_, reinterpret_cast<unsigned char*>(top & ~std::uintptr_t{15}));
   }
   if (layers.die_with_parent) {
     require(::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) == 0, Step::pdeathsig);

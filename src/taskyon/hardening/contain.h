@@ -52,9 +52,12 @@
 // and runtime are in it), pidfd and waitpid on the init. The init dies with
 // the host (parent-death signal, plus the report socket, whose host end shows
 // the host was still there once the signal was armed; getppid() is 0 in a
-// new PID namespace), the runtime with the init. The init closes every
-// descriptor but its report end once the runtime has exec'd, and is not
-// dumpable (nothing in the namespace may ptrace it). Inside, `process.pid` is
+// new PID namespace), the runtime with the init. Once the runtime has exec'd,
+// the init closes every descriptor but its report end and execs taskyon-init
+// (init_image.h) from a sealed memfd, which keeps the parent-death signal and
+// the report end but none of the host's memory, and waits and reports as
+// above (if that exec fails, the init waits in place, as a fork of the host).
+// It is not dumpable (nothing in the namespace may ptrace it). Inside, `process.pid` is
 // 2 and no host process is visible (there is no /proc) or signalable by pid.
 #pragma once
 
@@ -244,6 +247,7 @@ class Containment {
   mounts::RootPlan root_;
   static constexpr std::size_t kRuntimeStack = 256u << 10;  // bytes; the runtime's stack until exec
   std::unique_ptr<unsigned char[]> runtime_stack_;          // PID namespace only
+  int init_image_ = -1;  // PID namespace only: init_image_fd(), what the init execs; -1: it waits in place
 };
 
 }  // namespace taskyon::hardening
