@@ -4,7 +4,6 @@
 // runtime is PID 2 and reports its host pid through SCM_CREDENTIALS). Real
 // node processes; /proc read from the host's side.
 #include <signal.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -15,7 +14,6 @@
 #include <fstream>
 #include <sstream>
 #include <string>
-#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -202,26 +200,6 @@ TEST_F(SandboxPidNamespace, TheInitKeepsNoCopyOfTheHost) {
   ASSERT_TRUE(abort.has_value()) << abort.error().describe();
   EXPECT_EQ(abort->status, Status::crashed) << abort->error;
   EXPECT_NE(abort->error.find("SIGABRT"), std::string::npos) << abort->error;
-}
-
-// The init shares the host's memory until it execs (hardening/contain.h,
-// start()): starting a sandbox copies no page table and write-protects no page
-// of the host, so writing 64 MiB the host already wrote takes no page fault.
-// A forked init would leave every page of it copy-on-write (16384 faults; 32
-// with transparent huge pages).
-TEST_F(SandboxPidNamespace, StartingASandboxLeavesTheHostsPagesWritable) {
-  constexpr std::size_t kBytes = 64u << 20, kPage = 4096;
-  std::vector<unsigned char> block(kBytes, 1);  // every page written once, resident
-  auto out = pool_.call(request("sha256:pidns-shared-start", "() => 1"));
-  ASSERT_TRUE(out.has_value() && out->status == Status::ok);
-  ASSERT_TRUE(out->fresh_sandbox);
-  rusage before{}, after{};
-  ASSERT_EQ(::getrusage(RUSAGE_THREAD, &before), 0);
-  volatile unsigned char* bytes = block.data();  // each write happens, here
-  for (std::size_t i = 0; i < kBytes; i += kPage) bytes[i] = 2;
-  ASSERT_EQ(::getrusage(RUSAGE_THREAD, &after), 0);
-  EXPECT_LT(after.ru_minflt - before.ru_minflt, 8);
-  EXPECT_EQ(block[kBytes - kPage], 2);
 }
 
 }  // namespace

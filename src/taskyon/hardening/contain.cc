@@ -171,12 +171,6 @@ Result<std::unique_ptr<const Containment>> Containment::prepare(std::shared_ptr<
     if (stdio.report < 0) return fail(Errc::internal, "a PID namespace child needs its report socket");
     c->runtime_stack_ = std::make_unique<unsigned char[]>(Containment::kRuntimeStack);
     if (const auto& image = init_image_fd()) c->init_image_ = *image;
-    // With taskyon-init to exec, the init's whole life in the host's memory
-    // ends in an exec: it may share that memory instead of copying it (start()).
-    if (c->init_image_ >= 0) {
-      c->shares_memory_ = true;
-      c->init_stack_ = std::make_unique<unsigned char[]>(Containment::kRuntimeStack);
-    }
   }
   if (c->policy_->layers().mount_namespace) c->root_ = mounts::plan_root(c->policy_->mount_files(), spec.workdir);
   if (c->policy_->layers().seccomp) {
@@ -280,18 +274,14 @@ namespace {
 // waits for it, reports its wait status to the host and exits (the kernel then
 // kills whatever is left in the namespace).
 [[noreturn]] void run_init(const Containment& c, bool die_with_parent, int report, int init_image,
-                           bool shares_memory, unsigned char* stack_top) noexcept {
+                           unsigned char* stack_top) noexcept {
   if (die_with_parent) {
     require(::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) == 0, Step::pdeathsig);
     require(peer_open(report), Step::parent_gone);  // getppid() is 0 here: the host is outside
   }
   // Nothing in the namespace may ptrace the init, which holds a copy of the
-  // host's memory (the runtime's exec makes it dumpable again). Sharing the
-  // host's memory instead (start()), the flag is the host's own: left alone;
-  // taskyon-init clears it first thing, and until then the only other process
-  // inside is the runtime, whose seccomp filter refuses ptrace and
-  // process_vm_*, and whose Landlock domain refuses ptrace of the init.
-  if (!shares_memory) require(::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == 0, Step::pid_init);
+  // host's memory (the runtime's exec makes it dumpable again).
+  require(::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == 0, Step::pid_init);
   const pid_t runtime = ::clone(run_runtime, stack_top, CLONE_VM | CLONE_VFORK | SIGCHLD,
                                 const_cast<Containment*>(&c));
   require(runtime > 0, Step::pid_init);
@@ -305,11 +295,8 @@ namespace {
     char* envp[] = {nullptr};
     if (::fcntl(report, F_SETFD, 0) == 0)  // the report end stays open across the exec
       ::syscall(SYS_execveat, init_image, "", argv, envp, AT_EMPTY_PATH);
-    // It failed. Sharing the host's memory, the init must not stay: the host
-    // waits for it to exec or end (CLONE_VFORK); the runtime ends with it.
-    if (shares_memory) die(Step::pid_init);
     ::fcntl(report, F_SETFD, FD_CLOEXEC);
-    ::close(init_image);  // wait here instead, as a fork of the host
+    ::close(init_image);  // it failed: wait here instead, as a fork of the host
   }
   struct {
     char kind;
@@ -330,8 +317,8 @@ void contain(const Containment& c) noexcept {
   const namespaces::Plan& ns = policy.namespace_plan();
 
   if (c.stdio_.report_peer >= 0) ::close(c.stdio_.report_peer);  // the host's end: only the host holds it
-  // Every handler back to its default before any signal is let in: a child
-  // that shares the host's memory (start()) must never run a host handler.
+  // Every handler back to its default before any signal is let in (the
+  // launcher thread starts the child with all of them blocked).
   require(reset_signal_dispositions(c.default_action_), Step::signals);
   require(::sigprocmask(SIG_SETMASK, &c.empty_set_, nullptr) == 0, Step::sigmask);
 
@@ -359,7 +346,7 @@ void contain(const Containment& c) noexcept {
   if (ns.pid()) {
     // 16-byte aligned top of the runtime's stack (the stack grows down).
     auto top = reinterpret_cast<std::uintptr_t>(c.runtime_stack_.get() + Containment::kRuntimeStack);
-    run_init(c, layers.die_with_parent, c.stdio_.report, c.init_image_, c.shares_memory_, reinterpret_cast<unsigned char*>(top & ~std::uintptr_t{15}));
+    run_init(c, layers.die_with_parent, c.stdio_.report, c.init_image_, reinterpret_cast<unsigned char*>(top & ~std::uintptr_t{15}));
   }
   if (layers.die_with_parent) {
     require(::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) == 0, Step::pdeathsig);
@@ -386,21 +373,7 @@ bool report_socket(Fd& host_end, Fd& child_end) {
   return true;
 }
 
-namespace {
-
-int contain_entry(void* containment) noexcept { contain(*static_cast<const Containment*>(containment)); }
-
-}  // namespace
-
 pid_t start(const Containment& c) noexcept {
-  if (c.shares_memory_) {
-    // As posix_spawn: the child runs on its own stack in the host's memory and
-    // this thread sleeps until it has exec'd or ended. No page table is copied
-    // and no page of the host's becomes copy-on-write.
-    auto top = reinterpret_cast<std::uintptr_t>(c.init_stack_.get() + Containment::kRuntimeStack);
-    const auto flags = static_cast<int>(c.policy_->namespace_plan().clone_flags) | CLONE_VM | CLONE_VFORK | SIGCHLD;
-    return ::clone(contain_entry, reinterpret_cast<void*>(top & ~std::uintptr_t{15}), flags, const_cast<Containment*>(&c));
-  }
   const pid_t pid = namespaces::clone_child(c.policy_->namespace_plan());
   if (pid == 0) contain(c);
   return pid;

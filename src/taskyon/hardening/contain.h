@@ -29,16 +29,8 @@
 // Each failed step ends the child with its own exit code (Step); nothing here
 // allocates, and every call is checked.
 //
-// PID namespace: the host starts the child with clone(CLONE_NEWPID) (start(),
+// PID namespace: the host forks the child with clone(CLONE_NEWPID) (start(),
 // namespaces.h), so the child the host knows is PID 1 of the new namespace.
-// With taskyon-init to exec (init_image.h) the child shares the host's memory
-// (CLONE_VM | CLONE_VFORK on its own stack, as posix_spawn: no page table is
-// copied, no host page becomes copy-on-write) and the starting thread sleeps
-// until the child has exec'd taskyon-init or ended; without it, it is a fork.
-// Shared or copied, the child writes only its own stack and this
-// Containment's seccomp filter (seccomp.h load()), takes no lock and
-// allocates nothing, and resets every signal handler before it unblocks
-// signals (the host's launcher thread starts it with all of them blocked).
 // (A parent that reads no report still sees the runtime's exit code, or 128 +
 // the signal that ended it, as the init's exit code.)
 // PID 1 drops every signal from inside that it has no handler for (a runtime
@@ -65,8 +57,9 @@
 // (init_image.h) from a sealed memfd, which keeps the parent-death signal and
 // the report end but none of the host's memory, and waits and reports as
 // above (if that exec fails, the init waits in place, as a fork of the host).
-// It is not dumpable (nothing in the namespace may ptrace it). Inside, `process.pid` is
-// 2 and no host process is visible (there is no /proc) or signalable by pid.
+// Both are not dumpable (nothing in the namespace may ptrace them). Inside,
+// `process.pid` is 2 and no host process is visible (there is no /proc) or
+// signalable by pid.
 #pragma once
 
 #include <signal.h>
@@ -256,10 +249,6 @@ class Containment {
   static constexpr std::size_t kRuntimeStack = 256u << 10;  // bytes; the runtime's stack until exec
   std::unique_ptr<unsigned char[]> runtime_stack_;          // PID namespace only
   int init_image_ = -1;  // PID namespace only: init_image_fd(), what the init execs; -1: it waits in place
-  // The init shares the host's memory until it execs (start()): with a PID
-  // namespace and an init image only, so every path of the init ends in exec or exit.
-  bool shares_memory_ = false;
-  std::unique_ptr<unsigned char[]> init_stack_;  // shares_memory_ only: the init's stack until exec
 };
 
 }  // namespace taskyon::hardening
