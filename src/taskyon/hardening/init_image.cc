@@ -30,6 +30,9 @@ extern "C" const unsigned char taskyon_init_image_end[];
 namespace taskyon::hardening {
 namespace {
 
+#ifndef F_SEAL_EXEC
+#define F_SEAL_EXEC 0x0020  // Linux 6.3: the mode's exec bits can no longer change
+#endif
 #ifndef MFD_EXEC
 #define MFD_EXEC 0x0010U  // Linux 6.3: executable even where vm.memfd_noexec = 1
 #endif
@@ -50,7 +53,10 @@ Result<int> make_image_fd() {
     done += static_cast<std::size_t>(n);
   }
   if (::fchmod(mem.get(), 0555) != 0) return fail("fchmod");
-  if (::fcntl(mem.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) != 0)
+  // F_SEAL_EXEC (Linux 6.3) also fixes the mode bits; older kernels refuse it.
+  constexpr int kSeals = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL;
+  if (::fcntl(mem.get(), F_ADD_SEALS, kSeals | F_SEAL_EXEC) != 0 &&
+      (errno != EINVAL || ::fcntl(mem.get(), F_ADD_SEALS, kSeals) != 0))
     return fail("sealing");
   // exec refuses a file open for writing (ETXTBSY): keep a read-only descriptor only.
   const std::string self = "/proc/self/fd/" + std::to_string(mem.get());

@@ -18,8 +18,9 @@ namespace taskyon::hardening {
 std::span<const unsigned char> init_image() noexcept;
 
 // A read-only, close-on-exec descriptor of a sealed memfd (F_SEAL_WRITE, _GROW,
-// _SHRINK, _SEAL) holding init_image(), made on first use and kept for the
-// process's lifetime; execveat(fd, "", …, AT_EMPTY_PATH) runs it.
+// _SHRINK, _SEAL, and _EXEC from Linux 6.3) holding init_image(), made on
+// first use and kept for the process's lifetime; execveat(fd, "", …,
+// AT_EMPTY_PATH) runs it.
 // Errc::internal (memfd_create, write, seal or reopen failed, with errno's
 // text) when the kernel refuses, e.g. vm.memfd_noexec = 2: the init then waits
 // in place, as a fork of the host.
