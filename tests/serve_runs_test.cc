@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <mutex>
 #include <string>
 #include <thread>
 
@@ -233,15 +234,21 @@ TEST_F(ServeRuns, OpenRunsAreBoundedInNumberAndBytesAndConcurrentStartsCannotPas
   const Value small = {{"tool", "upper"}, {"args", {{"input", "a"}}}, {"runtime", kBrowser}};
   std::vector<std::thread> starters;
   std::atomic<int> started{0}, refused{0};
+  std::mutex other_mu;
+  std::string others;  // what an answer that is neither was, for the failure message
   for (int i = 0; i < 24; ++i)
     starters.emplace_back([&] {
       auto r = s.post("/v1/runs", small);
       if (r && r->status == 201) ++started;
-      if (r && r->status == 429) ++refused;
+      else if (r && r->status == 429) ++refused;
+      else {
+        std::lock_guard lock(other_mu);
+        others += r ? std::to_string(r->status) + " " + r->body + "; " : "transport: " + httplib::to_string(r.error()) + "; ";
+      }
     });
   for (auto& t : starters) t.join();
-  EXPECT_EQ(started.load(), 16);
-  EXPECT_EQ(refused.load(), 8);
+  EXPECT_EQ(started.load(), 16) << others << s.log();
+  EXPECT_EQ(refused.load(), 8) << others << s.log();
   EXPECT_EQ(body_of(s.get("/v1/runs")).size(), 16u);
 }
 
