@@ -159,10 +159,36 @@ Result<void> write_token_file(const std::string& path, std::string_view token) {
   return {};
 }
 
+namespace {
+
+// Debian's cpp-httplib is a compiled library that listens with a backlog of 5.
+// More connections arriving at once than that overflow the accept queue; the
+// kernel then answers with SYN cookies, and a cookie that fails its check is
+// answered with a reset: the client's request is lost without an answer (24
+// concurrent POSTs lost one in five runs). listen() on a socket that is already
+// listening sets its backlog anew (Linux inet_listen); SOMAXCONN is capped by
+// net.core.somaxconn.
+Result<void> widen_backlog(int listener, int port) {
+  sockaddr_in local{};
+  socklen_t length = sizeof local;
+  int listening = 0;
+  socklen_t size = sizeof listening;
+  if (listener < 0 || ::getsockname(listener, reinterpret_cast<sockaddr*>(&local), &length) != 0 ||
+      local.sin_family != AF_INET || ntohs(local.sin_port) != port ||
+      ::getsockopt(listener, SOL_SOCKET, SO_ACCEPTCONN, &listening, &size) != 0 || listening != 1)
+    return fail(Errc::io, fmt::format("cannot find the listening socket of 127.0.0.1:{}", port));
+  if (::listen(listener, SOMAXCONN) != 0)
+    return fail(Errc::io, fmt::format("cannot widen the listen backlog of 127.0.0.1:{}: {}", port, std::strerror(errno)));
+  return {};
+}
+
+}  // namespace
+
 struct Server::Impl {
   Options options;
   httplib::Server server;
   int port = 0;
+  int listener = -1;  // the listening socket, as cpp-httplib made it (bind() widens its backlog)
   std::atomic<bool> stopped{false};
   std::atomic<bool> entered{false};  // run() was called
   std::atomic<bool> done{false};     // run() returned
@@ -255,6 +281,14 @@ Result<std::unique_ptr<Server>> Server::bind(Options options) {
   s.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
     set_error(res, 500, "internal", "unexpected failure in the server");
   });
+  // The listening socket gets SO_REUSEADDR (a restarted server binds over its old
+  // connections in TIME_WAIT) and nothing else: not SO_REUSEPORT, with which another
+  // process could bind the same port and be handed some of its connections.
+  s.set_socket_options([self](socket_t sock) {
+    const int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    self->listener = sock;
+  });
   if (impl->options.port == 0) {
     impl->port = s.bind_to_any_port("127.0.0.1");
     if (impl->port <= 0) return fail(Errc::io, "cannot bind a port on 127.0.0.1");
@@ -263,6 +297,7 @@ Result<std::unique_ptr<Server>> Server::bind(Options options) {
       return fail(Errc::io, fmt::format("cannot bind 127.0.0.1:{} (in use?)", impl->options.port), "--port");
     impl->port = impl->options.port;
   }
+  if (auto widened = widen_backlog(impl->listener, impl->port); !widened) return std::unexpected(widened.error());
   return std::unique_ptr<Server>(new Server(std::move(impl)));
 }
 

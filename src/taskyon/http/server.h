@@ -112,8 +112,9 @@ struct Options {
 
 class Server {
  public:
-  // Binds 127.0.0.1:port. Errc::bad_usage for an empty token or a port
-  // outside 0..65535; Errc::io when the address cannot be bound.
+  // Binds 127.0.0.1:port (SO_REUSEADDR, not SO_REUSEPORT; backlog SOMAXCONN).
+  // Errc::bad_usage for an empty token or a port outside 0..65535; Errc::io
+  // when the address cannot be bound.
   static Result<std::unique_ptr<Server>> bind(Options options);
   ~Server();
   Server(const Server&) = delete;
