@@ -139,6 +139,9 @@ TEST(PoolSessions, TheHostBoundsProgressFramesToolCodeWritesItself) {
                     " for (let i = 0; i < 1500; i++) fs.writeSync(1, JSON.stringify({type: 'progress', id: 1,"
                     " progress: i, total: null, message: m}) + '\\n'); return 1; }",
                     "forged"};
+  // 15 MB of frames for the host to parse: under ASan on a loaded machine that
+  // passed the default 10 s call timeout once. Speed is not what this checks.
+  r.timeout = 60s;
   std::size_t frames = 0, longest = 0;
   bool valid = true;
   r.on_progress = [&](double, double, std::string_view message) {
