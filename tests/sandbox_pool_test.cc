@@ -4,7 +4,9 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -1024,6 +1026,33 @@ TEST(SandboxPool, PrestartedSandboxesAreDestroyedAtShutdownWithAReason) {
     EXPECT_EQ(it->reason, "shutdown");
     EXPECT_TRUE(it->revision.empty());
   }
+}
+
+// A spare's start forks this process, which write-protects every private
+// page of it; the filler makes the resident ones writable again before the
+// spare is offered (memory.h restore_write_access()), so the next call's
+// writes take no page fault each. Without it, rewriting 16 MiB the host wrote
+// before the start takes 4096 faults (huge pages are off for the block).
+TEST(SandboxPool, AStartedSpareLeavesTheHostsPagesWritable) {
+  constexpr std::size_t kBytes = 16u << 20, kPage = 4096;
+  void* mapped = ::mmap(nullptr, kBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(mapped, MAP_FAILED);
+  ASSERT_EQ(::madvise(mapped, kBytes, MADV_NOHUGEPAGE), 0);
+  auto* block = static_cast<volatile unsigned char*>(mapped);  // each write happens, here
+  for (std::size_t i = 0; i < kBytes; i += kPage) block[i] = 1;
+  {
+    RuntimeConfig config;
+    config.prestart = 1;
+    Pool pool(config);
+    ASSERT_EQ(wait_for_spares(pool, 1).size(), 1u);
+    rusage before{}, after{};
+    ASSERT_EQ(::getrusage(RUSAGE_THREAD, &before), 0);
+    for (std::size_t i = 0; i < kBytes; i += kPage) block[i] = 2;
+    ASSERT_EQ(::getrusage(RUSAGE_THREAD, &after), 0);
+    EXPECT_LT(after.ru_minflt - before.ru_minflt, 64) << "of " << kBytes / kPage << " pages";
+    EXPECT_EQ(block[kBytes - kPage], 2);
+  }
+  ::munmap(mapped, kBytes);
 }
 
 TEST(SandboxPool, InterruptDestroysPrestartedSandboxesAndStartsNoMore) {

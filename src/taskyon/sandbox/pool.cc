@@ -130,6 +130,7 @@ struct Pool::Impl {
         auto started = Sandbox::start(launcher, *exe, config, std::string(), Mode::retained);
         if (started) spare = std::move(*started);
       }
+      if (spare) settle_after_fork(*spare);
       lock.lock();
       if (!spare) {
         filler_cv.wait_for(lock, std::chrono::seconds(1));
@@ -146,6 +147,16 @@ struct Pool::Impl {
       }
       spares.push_back(std::move(spare));
     }
+  }
+
+  // The start forked this process, write-protecting its pages: make them
+  // writable again here, on the filler thread, so that the next call's writes
+  // take no page fault each (memory.h restore_write_access()). Once the init
+  // has exec'd (at most 200 ms); one that waits as a fork is left alone, as
+  // each page would be copied.
+  static void settle_after_fork(const Sandbox& spare) {
+    for (int i = 0; i < 40 && spare.shares_host_pages(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    if (!spare.shares_host_pages()) restore_write_access();
   }
 
   // A pre-started sandbox for a fresh call, or null. One that died or wrote

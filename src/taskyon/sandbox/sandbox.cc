@@ -240,6 +240,12 @@ std::optional<std::uint64_t> Sandbox::resident_bytes() const {
   return runtime;
 }
 
+bool Sandbox::shares_host_pages() const {
+  if (!init_statm_) return false;
+  const auto init = statm_resident(init_statm_);
+  return init && *init >= (std::uint64_t{1} << 20);
+}
+
 std::optional<std::uint64_t> Sandbox::proportional_bytes() const {
   auto runtime = sandbox::proportional_bytes(pid());
   if (!runtime) return std::nullopt;

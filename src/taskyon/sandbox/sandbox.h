@@ -150,6 +150,11 @@ class Sandbox {
   // plus its init's, so the memory budget counts every process a sandbox
   // keeps alive. Walks their mappings: for when resident_bytes() is over.
   std::optional<std::uint64_t> proportional_bytes() const;
+  // Whether a process of this sandbox may still share this host's pages: its
+  // init (PID namespace) until it has exec'd taskyon-init, seen as an RSS
+  // under 1 MiB (an init that could not exec waits as a fork of the host).
+  // The runtime has exec'd by the time start() returns.
+  bool shares_host_pages() const;
   const std::string& workdir() const { return workdir_; }
   const std::string& revision() const { return revision_; }
   const std::string& name() const { return name_; }
