@@ -8,10 +8,10 @@
 #include <cerrno>
 #include <charconv>
 #include <fstream>
-#include <string_view>
-#include <vector>
 #include <sstream>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include <fmt/format.h>
 
