@@ -3,6 +3,9 @@
 // stays inside the budget because the least recently used idle ones are
 // destroyed ("memory_budget"), and calls keep working. The sum is measured
 // here independently of the pool (the Pss line of /proc/PID/smaps_rollup).
+// And the host's own pages after a fork (memory.h restore_write_access()).
+#include <sys/mman.h>
+
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -138,6 +141,44 @@ TEST(PoolMemoryBudget, TheConfigFileSetsTheBudgetAndRefusesNonsense) {
     EXPECT_NE(r.error().message.find("sandboxMemoryBudgetMiB"), std::string::npos) << r.error().message;
     EXPECT_EQ(untouched.memory_budget_bytes, kDefaultMemoryBudgetBytes);
   }
+}
+
+// This process's anonymous RSS, bytes (RssAnon of /proc/self/status).
+std::uint64_t own_anonymous_rss() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.starts_with("RssAnon:")) return std::stoull(line.substr(8)) * 1024;
+  return 0;
+}
+
+// restore_write_access() gives no page of its own to memory only read (the
+// shared zero page, which mincore() counts as resident) and keeps contents:
+// 16 MiB read, never written, stays out of the RSS.
+TEST(HostPages, RestoringWriteAccessAddsNoPageAndChangesNoByte) {
+  if (!can_restore_write_access()) GTEST_SKIP() << "the kernel has no MADV_POPULATE_WRITE (Linux 5.14)";
+  constexpr std::size_t kBytes = 16u << 20, kPage = 4096;
+  void* read_only = ::mmap(nullptr, kBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  void* written = ::mmap(nullptr, kBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(read_only, MAP_FAILED);
+  ASSERT_NE(written, MAP_FAILED);
+  ASSERT_EQ(::madvise(read_only, kBytes, MADV_NOHUGEPAGE), 0);
+  auto* zeros = static_cast<volatile unsigned char*>(read_only);
+  auto* bytes = static_cast<volatile unsigned char*>(written);
+  unsigned sum = 0;
+  for (std::size_t i = 0; i < kBytes; i += kPage) {
+    sum += zeros[i];
+    bytes[i] = static_cast<unsigned char>(i / kPage);
+  }
+  EXPECT_EQ(sum, 0u);
+  const std::uint64_t before = own_anonymous_rss();
+  EXPECT_GE(restore_write_access(), kBytes);  // the written block at least
+  const std::uint64_t after = own_anonymous_rss();
+  EXPECT_LT(after, before + (4u << 20)) << "RssAnon " << before << " -> " << after;
+  bool same = true;
+  for (std::size_t i = 0; i < kBytes; i += kPage) same = same && bytes[i] == static_cast<unsigned char>(i / kPage);
+  EXPECT_TRUE(same);
+  ::munmap(read_only, kBytes);
+  ::munmap(written, kBytes);
 }
 
 }  // namespace

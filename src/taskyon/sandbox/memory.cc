@@ -77,15 +77,33 @@ bool anonymous_writable(std::string_view line, std::uintptr_t& start, std::uintp
 
 }  // namespace
 
+bool can_restore_write_access() noexcept {
+  static const bool supported = [] {
+    const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+    void* probe = ::mmap(nullptr, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (probe == MAP_FAILED) return false;
+    const bool ok = ::madvise(probe, page, MADV_POPULATE_WRITE) == 0;
+    ::munmap(probe, page);
+    return ok;
+  }();
+  return supported;
+}
+
 std::uint64_t restore_write_access() noexcept {
-  static std::atomic<bool> unsupported{false};
-  if (unsupported.load(std::memory_order_relaxed)) return 0;
+  if (!can_restore_write_access()) return 0;
   constexpr std::uintptr_t kMaxMapping = std::uintptr_t{1} << 30;
+  // /proc/PID/pagemap (Documentation/admin-guide/mm/pagemap.rst): bit 63 the
+  // page is present, bit 56 it is mapped by this process alone. The shared
+  // zero page (memory read, never written) is never exclusive, nor a page a
+  // fork still shares, so neither is given a page of its own here.
+  constexpr std::uint64_t kPresent = std::uint64_t{1} << 63, kExclusive = std::uint64_t{1} << 56;
   std::uint64_t done = 0;
+  const int pagemap = ::open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+  if (pagemap < 0) return 0;
   try {
     static const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
     const std::string maps = own_maps();
-    std::vector<unsigned char> resident;
+    std::vector<std::uint64_t> entries;
     for (std::size_t at = 0; at < maps.size();) {
       std::size_t eol = maps.find('\n', at);
       if (eol == std::string::npos) eol = maps.size();
@@ -94,28 +112,31 @@ std::uint64_t restore_write_access() noexcept {
       std::uintptr_t start = 0, end = 0;
       if (!anonymous_writable(line, start, end) || end <= start || end - start > kMaxMapping) continue;
       const std::size_t pages = (end - start) / page;
-      resident.assign(pages, 0);
-      if (::mincore(reinterpret_cast<void*>(start), end - start, resident.data()) != 0) continue;  // unmapped since
+      entries.assign(pages, 0);
+      const std::size_t bytes = pages * sizeof(std::uint64_t);
+      if (::pread(pagemap, entries.data(), bytes, static_cast<off_t>(start / page * sizeof(std::uint64_t))) !=
+          static_cast<ssize_t>(bytes))
+        continue;
+      const auto wanted = [&](std::size_t k) {
+        return (entries[k] & (kPresent | kExclusive)) == (kPresent | kExclusive);
+      };
       for (std::size_t i = 0; i < pages;) {
-        if (!(resident[i] & 1)) {
+        if (!wanted(i)) {
           ++i;
           continue;
         }
         std::size_t j = i;
-        while (j < pages && (resident[j] & 1)) ++j;
-        // Errors are left alone: a range another thread unmapped or changed meanwhile.
-        if (::madvise(reinterpret_cast<void*>(start + i * page), (j - i) * page, MADV_POPULATE_WRITE) == 0) {
+        while (j < pages && wanted(j)) ++j;
+        // A failure is a range another thread unmapped or changed since: left alone.
+        if (::madvise(reinterpret_cast<void*>(start + i * page), (j - i) * page, MADV_POPULATE_WRITE) == 0)
           done += (j - i) * page;
-        } else if (errno == EINVAL) {
-          unsupported.store(true, std::memory_order_relaxed);  // a kernel before 5.14
-          return done;
-        }
         i = j;
       }
     }
   } catch (...) {
     // Out of memory: the pages stay write-protected, which costs faults, not correctness.
   }
+  ::close(pagemap);
   return done;
 }
 

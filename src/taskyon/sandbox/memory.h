@@ -26,15 +26,17 @@ std::optional<std::uint64_t> proportional_bytes(pid_t pid);
 
 // After a fork (every sandbox's start is one) each private page of this
 // process is write-protected, and its next write takes a page fault: 18-23 us
-// each on the 2-CPU VM, about 130 of them on the first MCP call after a spare
-// starts. This makes the resident pages of this process's private anonymous
-// writable mappings writable again in the kernel, as a write would, without
-// writing (madvise MADV_POPULATE_WRITE, Linux 5.14; 0.2-3 us a page there).
-// Never changes memory contents and adds no page: only pages mincore() reports
-// resident are touched; mappings over 1 GiB (a sanitizer's shadow) are
-// skipped. Call it once no child still shares the pages (else each is
-// copied). Returns the bytes made writable; 0 where the kernel lacks the advice.
+// each on the 2-CPU VM, over 100 of them on the MCP call after a spare
+// starts. This makes the pages of this process's private anonymous writable
+// mappings that are present and mapped by it alone (/proc/self/pagemap)
+// writable again in the kernel, as a write would, without writing (madvise
+// MADV_POPULATE_WRITE, Linux 5.14; 0.2-3 us a page there). Never changes
+// memory contents and adds no page: the shared zero page and pages a fork
+// still shares are left as they are; mappings over 1 GiB (a sanitizer's
+// shadow) are skipped. Returns the bytes made writable; 0 where the kernel
+// lacks the advice (can_restore_write_access()).
 std::uint64_t restore_write_access() noexcept;
+bool can_restore_write_access() noexcept;  // probed once, on a page of its own
 
 // Why the pool does not put its children in a cgroup v2 with memory.max on
 // this machine (e.g. "the memory controller is not enabled in cgroup v2 here

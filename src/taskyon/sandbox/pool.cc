@@ -152,10 +152,15 @@ struct Pool::Impl {
   // The start forked this process, write-protecting its pages: make them
   // writable again here, on the filler thread, so that the next call's writes
   // take no page fault each (memory.h restore_write_access()). Once the init
-  // has exec'd (at most 200 ms); one that waits as a fork is left alone, as
-  // each page would be copied.
-  static void settle_after_fork(const Sandbox& spare) {
-    for (int i = 0; i < 40 && spare.shares_host_pages(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  // has exec'd (waited for up to 2 s); one that waits as a fork is left
+  // alone. Pages another start's fork still shares are skipped by the pass.
+  void settle_after_fork(const Sandbox& spare) {
+    for (int i = 0; i < 400 && spare.shares_host_pages(); ++i) {
+      std::unique_lock lock(mu);
+      if (stopping) return;
+      lock.unlock();
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
     if (!spare.shares_host_pages()) restore_write_access();
   }
 

@@ -241,7 +241,8 @@ std::optional<std::uint64_t> Sandbox::resident_bytes() const {
 }
 
 bool Sandbox::shares_host_pages() const {
-  if (!init_statm_) return false;
+  if (child_->pid() == child_->runtime_pid()) return false;  // no PID namespace: no init
+  if (!init_statm_) return true;                              // unknown: as if it did
   const auto init = statm_resident(init_statm_);
   return init && *init >= (std::uint64_t{1} << 20);
 }
