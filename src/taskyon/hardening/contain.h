@@ -57,7 +57,8 @@
 // (init_image.h) from a sealed memfd, which keeps the parent-death signal and
 // the report end but none of the host's memory, and waits and reports as
 // above (if that exec fails, the init waits in place, as a fork of the host).
-// Both are not dumpable (nothing in the namespace may ptrace them). Inside,
+// The init is not dumpable before that exec or after it (nothing in the
+// namespace may ptrace it). Inside,
 // `process.pid` is 2 and no host process is visible (there is no /proc) or
 // signalable by pid.
 #pragma once

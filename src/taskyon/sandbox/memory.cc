@@ -4,10 +4,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include <atomic>
-#include <cerrno>
 #include <charconv>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -40,22 +39,6 @@ namespace {
 #ifndef MADV_POPULATE_WRITE
 constexpr int MADV_POPULATE_WRITE = 23;  // Linux 5.14 (uapi/asm-generic/mman-common.h)
 #endif
-
-// This process's maps (proc(5)), read whole; empty when unreadable.
-std::string own_maps() {
-  std::string text;
-  const int fd = ::open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return text;
-  char chunk[16384];
-  for (;;) {
-    const ssize_t n = ::read(fd, chunk, sizeof chunk);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    text.append(chunk, static_cast<std::size_t>(n));
-  }
-  ::close(fd);
-  return text;
-}
 
 // "START-END PERMS OFFSET DEV INODE [PATH]": the range of a private anonymous
 // writable mapping ("rw-p", inode 0), or false.
@@ -102,7 +85,8 @@ std::uint64_t restore_write_access() noexcept {
   if (pagemap < 0) return 0;
   try {
     static const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
-    const std::string maps = own_maps();
+    std::ifstream in("/proc/self/maps");
+    const std::string maps((std::istreambuf_iterator<char>(in)), {});
     std::vector<std::uint64_t> entries;
     for (std::size_t at = 0; at < maps.size();) {
       std::size_t eol = maps.find('\n', at);
