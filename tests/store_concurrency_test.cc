@@ -410,6 +410,24 @@ TEST(StoreConcurrency, StatementsArePreparedOncePerConnection) {
   EXPECT_EQ(st->database().prepared_count(), prepared);
 }
 
+// prepare_task_writes (the long-lived host's open, issue 19): the first
+// put_tasks after it compiles nothing, and nothing is stored by it.
+TEST(StoreConcurrency, TaskWritesCanBePreparedBeforeTheFirstWrite) {
+  testing::TempDir dir;
+  auto st = Store::open((dir / "taskyon.db").string());
+  ASSERT_TRUE(st);
+  const auto before = st->database().prepared_count();
+  ASSERT_TRUE(st->prepare_task_writes());
+  const auto prepared = st->database().prepared_count();
+  EXPECT_GT(prepared, before);
+  auto roots = st->roots();
+  ASSERT_TRUE(roots);
+  EXPECT_TRUE(roots->empty());
+  const auto after_read = st->database().prepared_count();
+  ASSERT_TRUE(st->put_tasks({message_task(std::nullopt, "first")}));
+  EXPECT_EQ(st->database().prepared_count(), after_read) << "put_tasks compiled a statement of its own";
+}
+
 // Store::park (the long-lived host's call connections): the next thread
 // without a connection of its own takes the parked one, prepared statements
 // and all, instead of opening another.

@@ -97,6 +97,7 @@ struct Host::Impl {
   // Compiles a call with no arguments of each active tool (the first
   // kWarmedTools by name) and drops it: a compile error (a missing required
   // argument, a tampered revision) is the call's to report, not the host's.
+  // Then prepares the statement a call is stored with.
   void warm(store::Store& conn) {
     constexpr std::size_t kWarmedTools = 64;
     Activations active;
@@ -107,6 +108,7 @@ struct Host::Impl {
     if (active.size() > kWarmedTools) active.resize(kWarmedTools);
     for (const auto& [name, revision] : active)
       (void)tasks::compile(tasks::function_call(name, json::Value::object()), {{}, conn.resolver()});
+    (void)conn.prepare_task_writes();  // a failure is the first call's to report
   }
 
   // Writes the pending destructions to the sandbox log (under store_mu).
@@ -215,8 +217,9 @@ Result<std::unique_ptr<Host>> Host::open(Options options) {
   // What the first call would otherwise do once, done here: open the
   // connection calls borrow, compile a call of each active tool on it (up to
   // kWarmedTools; the revision is read and verified, its parameter schema
-  // compiled, both kept per process, and the statements a call reads with are
-  // prepared), and ask the JS runtime's version for the runtime record.
+  // compiled, both kept per process, and the statements a call reads and is
+  // stored with are prepared), and ask the JS runtime's version for the
+  // runtime record.
   if (auto conn = raw->borrow()) {
     raw->warm(**conn);
     raw->give_back(std::move(*conn));

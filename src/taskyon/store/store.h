@@ -134,6 +134,11 @@ class Store {
   // (T3, T4); a task already stored under the same id is left as it is
   // (ids are content addresses). The parent must be stored or in the batch.
   Result<void> put_tasks(const std::vector<tasks::Task>& batch);
+  // Prepares put_tasks' statement on the calling thread's connection without
+  // running it, and has the clock read the time zone glibc loads once (even
+  // for UTC): what a long-lived host's first stored call would otherwise do
+  // on its own path (issue 19). Changes nothing stored.
+  Result<void> prepare_task_writes();
   Result<tasks::Task> task(std::string_view id_or_prefix);
   Result<std::vector<tasks::Task>> children(std::string_view id);
   // The task and its ancestors, root first, each verified (R2, T4).

@@ -97,7 +97,18 @@ Result<tasks::Task> load_task(sql::Statement& stmt) {
   return t;
 }
 
+constexpr std::string_view kInsertTask =
+    "INSERT INTO tasks(id, parent_id, role, kind, content, state, tool_revision, settings_revision, created_at, "
+    "labels, created_by) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) ON CONFLICT(id) DO NOTHING";
+
 }  // namespace
+
+Result<void> Store::prepare_task_writes() {
+  (void)now_iso8601();
+  auto stmt = database().prepare(kInsertTask);  // back in the connection's cache when it goes
+  if (!stmt) return std::unexpected(stmt.error());
+  return {};
+}
 
 Result<void> Store::put_tasks(const std::vector<tasks::Task>& batch) {
   auto tx = sql::Transaction::begin(database());
@@ -107,9 +118,7 @@ Result<void> Store::put_tasks(const std::vector<tasks::Task>& batch) {
     auto kind = tasks::content_kind(t.content);
     auto content = json::canonicalize(t.content);
     if (!content) return std::unexpected(content.error());
-    auto stmt = database().prepare(
-        "INSERT INTO tasks(id, parent_id, role, kind, content, state, tool_revision, settings_revision, created_at, "
-        "labels, created_by) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) ON CONFLICT(id) DO NOTHING");
+    auto stmt = database().prepare(kInsertTask);
     if (!stmt) return std::unexpected(stmt.error());
     stmt->bind(1, t.id).bind_nullable(2, t.parent_id).bind(3, tasks::role_name(t.role)).bind(4, *kind).bind(5, *content);
     stmt->bind(6, tasks::state_name(t.state)).bind_nullable(7, t.tool_revision).bind_nullable(8, t.settings_revision);
