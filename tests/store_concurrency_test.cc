@@ -411,15 +411,30 @@ TEST(StoreConcurrency, StatementsArePreparedOncePerConnection) {
 }
 
 // prepare_task_writes (the long-lived host's open, issue 19): the first
-// put_tasks after it compiles nothing, and nothing is stored by it.
+// put_tasks after it compiles nothing, the write-ahead log a closed store
+// left empty is started (its header written), and no stored value changes.
 TEST(StoreConcurrency, TaskWritesCanBePreparedBeforeTheFirstWrite) {
   testing::TempDir dir;
-  auto st = Store::open((dir / "taskyon.db").string());
+  const std::string path = (dir / "taskyon.db").string();
+  ASSERT_TRUE(Store::open(path));  // created; its last connection's close empties the log
+  const auto wal_bytes = [&] {
+    std::error_code ec;
+    const auto n = std::filesystem::file_size(path + "-wal", ec);
+    return ec ? std::uintmax_t{0} : n;
+  };
+  auto st = Store::open(path);
   ASSERT_TRUE(st);
+  auto version = schema_version(st->database());
+  ASSERT_TRUE(version);
+  ASSERT_EQ(wal_bytes(), 0u);
   const auto before = st->database().prepared_count();
   ASSERT_TRUE(st->prepare_task_writes());
   const auto prepared = st->database().prepared_count();
   EXPECT_GT(prepared, before);
+  EXPECT_GE(wal_bytes(), 32u) << "the write-ahead log was not started";
+  auto after = schema_version(st->database());
+  ASSERT_TRUE(after);
+  EXPECT_EQ(*after, *version);
   auto roots = st->roots();
   ASSERT_TRUE(roots);
   EXPECT_TRUE(roots->empty());

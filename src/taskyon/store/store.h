@@ -134,10 +134,13 @@ class Store {
   // (T3, T4); a task already stored under the same id is left as it is
   // (ids are content addresses). The parent must be stored or in the batch.
   Result<void> put_tasks(const std::vector<tasks::Task>& batch);
-  // Prepares put_tasks' statement on the calling thread's connection without
-  // running it, and has the clock read the time zone glibc loads once (even
-  // for UTC): what a long-lived host's first stored call would otherwise do
-  // on its own path (issue 19). Changes nothing stored.
+  // What a long-lived host's first stored call would otherwise do on its own
+  // path (issue 19), on the calling thread's connection: prepares put_tasks'
+  // statement without running it, has the clock read the time zone glibc
+  // loads once (even for UTC), and commits one write (user_version set to
+  // its own value), which starts the write-ahead log if it is empty: the WAL
+  // header's fsync and the connection's first fsync of the store's directory
+  // (SQLite) are paid here. Changes no stored value.
   Result<void> prepare_task_writes();
   Result<tasks::Task> task(std::string_view id_or_prefix);
   Result<std::vector<tasks::Task>> children(std::string_view id);

@@ -8,6 +8,7 @@
 
 #include "taskyon/json/json.h"
 #include "taskyon/store/clock.h"
+#include "taskyon/store/schema.h"
 #include "taskyon/store/store.h"
 
 namespace taskyon::store {
@@ -105,9 +106,16 @@ constexpr std::string_view kInsertTask =
 
 Result<void> Store::prepare_task_writes() {
   (void)now_iso8601();
-  auto stmt = database().prepare(kInsertTask);  // back in the connection's cache when it goes
-  if (!stmt) return std::unexpected(stmt.error());
-  return {};
+  {
+    auto stmt = database().prepare(kInsertTask);  // back in the connection's cache when it goes
+    if (!stmt) return std::unexpected(stmt.error());
+  }
+  auto tx = sql::Transaction::begin(database());
+  if (!tx) return std::unexpected(tx.error());
+  auto version = schema_version(database());
+  if (!version) return std::unexpected(version.error());
+  if (auto r = database().exec(fmt::format("PRAGMA user_version = {}", *version)); !r) return r;
+  return tx->commit();
 }
 
 Result<void> Store::put_tasks(const std::vector<tasks::Task>& batch) {
