@@ -25,6 +25,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -114,6 +115,8 @@ void PipePingPong(benchmark::State& state) {
 }
 BENCHMARK(PipePingPong);
 
+int unique_calls = 0;  // call_echo's counter of unique arguments
+
 // A TASKYON_HOME under the temp directory with one tool installed (`code`
 // as `name`), and the environment a tycli there runs with; removed at the end.
 struct BenchHome {
@@ -155,12 +158,18 @@ std::unique_ptr<Child> start_mcp(const BenchHome& home, std::vector<std::string>
   return mcp;
 }
 
-// One tools/call of the echo tool as request `id`: its wall time, ms.
-double call_echo(benchmark::State& state, Child& mcp, int id) {
+// One tools/call of the echo tool as request `id`: its wall time, ms. With
+// `unique`, arguments no call of this run had before, so the call and its
+// result are new tasks the store writes (same arguments give the same
+// content-addressed ids, which are stored once).
+double call_echo(benchmark::State& state, Child& mcp, int id, bool unique = false) {
+  static const std::string run = std::to_string(std::random_device{}());
+  const std::string arguments = unique ? R"({"x":)" + std::to_string(id) + R"(,"run":")" + run + "-" +
+                                             std::to_string(::getpid()) + "-" + std::to_string(unique_calls++) + R"("})"
+                                       : R"({"x":1})";
   const auto start = std::chrono::steady_clock::now();
   mcp.send(R"({"jsonrpc":"2.0","id":)" + std::to_string(id) +
-           R"(,"method":"tools/call","params":{"name":"echo","arguments":{"x":1}}})"
-           "\n");
+           R"(,"method":"tools/call","params":{"name":"echo","arguments":)" + arguments + "}}\n");
   auto r = mcp.response(id);
   if (r.find("\"isError\":false") == std::string::npos) state.SkipWithError(("tools/call failed: " + r).c_str());
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
@@ -178,7 +187,8 @@ BENCHMARK(McpStdioToolsCall)->Name("McpStdioToolsCall/warm")->Unit(benchmark::kM
 // A revision's first tools/call to a `tycli mcp --prestart 2` whose spares
 // have had 2 s to start, against warm calls of the same process after its
 // spare was started again (1 s): first_ms, warm_ms (median of 20) and
-// first_x_warm per iteration, a fresh tycli each (issue 19: <= 2x). A warm
+// first_x_warm per iteration, a fresh tycli each (issue 19: <= 2x); every
+// call with arguments of its own, so each is stored as a real call is. A warm
 // call back to back with others is not the first call's like: that one
 // comes after 2 s idle. So warm_idle_ms is a warm call after the same 2 s
 // idle, and first_x_warm_idle the ratio to it.
@@ -189,13 +199,13 @@ void McpStdioFirstCallPrestarted(benchmark::State& state) {
     auto mcp = start_mcp(home, {"--prestart", "2"});
     std::this_thread::sleep_for(std::chrono::seconds(2));
     int id = 1;
-    const double first = call_echo(state, *mcp, id++);
+    const double first = call_echo(state, *mcp, id++, true);
     std::this_thread::sleep_for(std::chrono::seconds(1));
     std::vector<double> warm;
-    for (int i = 0; i < 20; ++i) warm.push_back(call_echo(state, *mcp, id++));
+    for (int i = 0; i < 20; ++i) warm.push_back(call_echo(state, *mcp, id++, true));
     std::nth_element(warm.begin(), warm.begin() + 10, warm.end());
     std::this_thread::sleep_for(std::chrono::seconds(2));
-    const double warm_idle = call_echo(state, *mcp, id++);
+    const double warm_idle = call_echo(state, *mcp, id++, true);
     state.SetIterationTime(first / 1e3);
     idle_sum += warm_idle;
     idle_ratio_sum += first / warm_idle;
