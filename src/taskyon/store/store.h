@@ -140,7 +140,8 @@ class Store {
   // loads once (even for UTC), and commits one write (user_version set to
   // its own value), which starts the write-ahead log if it is empty: the WAL
   // header's fsync and the connection's first fsync of the store's directory
-  // (SQLite) are paid here. Changes no stored value.
+  // (SQLite) are paid here. Changes no stored value. Errors as put_tasks'
+  // (Errc::store: a store busy past the busy limit, or not writable).
   Result<void> prepare_task_writes();
   Result<tasks::Task> task(std::string_view id_or_prefix);
   Result<std::vector<tasks::Task>> children(std::string_view id);
