@@ -25,7 +25,6 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
-#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -159,14 +158,11 @@ std::unique_ptr<Child> start_mcp(const BenchHome& home, std::vector<std::string>
 }
 
 // One tools/call of the echo tool as request `id`: its wall time, ms. With
-// `unique`, arguments no call of this run had before, so the call and its
-// result are new tasks the store writes (same arguments give the same
-// content-addressed ids, which are stored once).
+// `unique`, arguments no earlier call of this process had (each BenchHome is
+// this process's own), so the call and its result are new tasks the store
+// writes; the same arguments give the same content-addressed ids, stored once.
 double call_echo(benchmark::State& state, Child& mcp, int id, bool unique = false) {
-  static const std::string run = std::to_string(std::random_device{}());
-  const std::string arguments = unique ? R"({"x":)" + std::to_string(id) + R"(,"run":")" + run + "-" +
-                                             std::to_string(::getpid()) + "-" + std::to_string(unique_calls++) + R"("})"
-                                       : R"({"x":1})";
+  const std::string arguments = unique ? R"({"call":)" + std::to_string(unique_calls++) + "}" : R"({"x":1})";
   const auto start = std::chrono::steady_clock::now();
   mcp.send(R"({"jsonrpc":"2.0","id":)" + std::to_string(id) +
            R"(,"method":"tools/call","params":{"name":"echo","arguments":)" + arguments + "}}\n");
