@@ -2,9 +2,13 @@
 
 #include <sqlite3.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <functional>
+#include <random>
+#include <thread>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -73,6 +77,23 @@ std::unexpected<Error> sqlite_error(sqlite3* db, std::string_view doing, int bus
 }
 
 bool is_busy(int rc) { return (rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED; }
+
+// Before a busy write is run again. SQLite answers SQLITE_BUSY at once,
+// without its busy handler, where waiting could deadlock (a connection that
+// holds a read lock and asks for the write lock: sqlite3_busy_handler's
+// documentation). Contenders that all retry at once can then keep one another
+// out for good: 160 processes turning one new file to WAL did, for the whole
+// kBusyRetryMs. A random pause, its ceiling doubling from 1 ms to 16 ms with
+// the attempts, lets one of them through.
+void pause_before_retry(int attempt) {
+  thread_local std::minstd_rand random(static_cast<std::uint_fast32_t>(
+      static_cast<std::uint64_t>(::getpid()) * 0x9E3779B97F4A7C15ull ^
+      static_cast<std::uint64_t>(Clock::now().time_since_epoch().count()) ^
+      std::hash<std::thread::id>{}(std::this_thread::get_id())));
+  const int ceiling_us = 1000 << std::min(attempt, 4);
+  std::uniform_int_distribution<int> pick(ceiling_us / 4, ceiling_us);
+  std::this_thread::sleep_for(std::chrono::microseconds(pick(random)));
+}
 
 // SQLite does not wait for another connection's write lock while this
 // connection holds a read snapshot (it would deadlock): before a write in
@@ -183,7 +204,7 @@ Result<void> Database::exec(std::string_view sql) {
   const std::string text(sql);
   end_reads(db_, nullptr);
   const auto deadline = Clock::now() + std::chrono::milliseconds(conn_->busy_retry_ms);
-  for (;;) {
+  for (int attempt = 0;; ++attempt) {
     char* message = nullptr;
     const bool autocommit = sqlite3_get_autocommit(db_) != 0;
     const int rc = sqlite3_exec(db_, text.c_str(), nullptr, nullptr, &message);
@@ -191,7 +212,10 @@ Result<void> Database::exec(std::string_view sql) {
     std::string m = message ? message : sqlite3_errmsg(db_);
     sqlite3_free(message);
     // Busy outside a transaction: nothing was done, so all of it is retried.
-    if (is_busy(rc) && autocommit && sqlite3_get_autocommit(db_) && Clock::now() < deadline) continue;
+    if (is_busy(rc) && autocommit && sqlite3_get_autocommit(db_) && Clock::now() < deadline) {
+      pause_before_retry(attempt);
+      continue;
+    }
     return fail(Errc::store,
                 fmt::format("SQL failed: {}{}", m, hint_for(sqlite3_extended_errcode(db_), conn_->busy_retry_ms)),
                 path_);
@@ -259,7 +283,7 @@ Result<bool> Statement::step() {
   if (first && !sqlite3_stmt_readonly(stmt_)) end_reads(db_, stmt_);
   const int busy_ms = conn_ ? conn_->busy_retry_ms : kBusyRetryMs;
   const auto deadline = Clock::now() + std::chrono::milliseconds(busy_ms);
-  for (;;) {
+  for (int attempt = 0;; ++attempt) {
     const bool autocommit = sqlite3_get_autocommit(db_) != 0;
     const int rc = sqlite3_step(stmt_);
     if (rc == SQLITE_ROW) return true;
@@ -267,7 +291,8 @@ Result<bool> Statement::step() {
     // A statement of its own (autocommit) that met a busy store before its
     // first row changed nothing: it is run again from the start.
     if (is_busy(rc) && first && autocommit && Clock::now() < deadline) {
-      sqlite3_reset(stmt_);
+      sqlite3_reset(stmt_);  // its read lock goes before the pause
+      pause_before_retry(attempt);
       continue;
     }
     auto err = sqlite_error(db_, "a statement on the store", busy_ms);
