@@ -6,8 +6,8 @@
 // fork would keep a copy-on-write snapshot of the whole host for the sandbox's
 // lifetime (every page the host writes afterwards is copied once per live
 // sandbox). So the init execs this program, which maps a few pages of its own
-// and does only what is left: reap, report the runtime's wait status on the
-// report socket, exit with the runtime's code.
+// and does only what is left: tell the host it runs, reap, report the
+// runtime's wait status on the report socket, exit with the runtime's code.
 //
 //   taskyon-init REPORT_FD RUNTIME_PID      (both decimal, as the init sees them)
 //
@@ -72,6 +72,9 @@ extern "C" [[noreturn]] void taskyon_init_main(long* stack) {
   const long report = argc == 3 ? parse(argv[1]) : -1;
   const long runtime = argc == 3 ? parse(argv[2]) : -1;
   if (report < 0 || runtime <= 0) exit_with(125);
+  // The exec is done (contain.h kReportInitRunning): the host may take back its pages.
+  const unsigned char running = 'I';
+  sys(SYS_sendto, report, reinterpret_cast<long>(&running), 1, MSG_NOSIGNAL, 0, 0);
   for (;;) {
     int status = 0;
     const long reaped = sys(SYS_wait4, -1, reinterpret_cast<long>(&status), 0, 0);

@@ -199,6 +199,10 @@ struct ChildStdio {
 // Report messages on ChildStdio::report, one per SOCK_SEQPACKET datagram.
 inline constexpr char kReportPid = 'P';     // 1 byte, from the runtime: its pid rides in SCM_CREDENTIALS
 inline constexpr char kReportStatus = 'S';  // 'S' then the runtime's wait status (int), from the init
+// 1 byte, from taskyon-init as it starts: the init's exec has returned, so its
+// copy of the host's memory is gone (execve drops the old mm before it returns;
+// /proc/PID/statm shows the new one earlier, while the old is still torn down).
+inline constexpr char kReportInitRunning = 'I';
 
 class Containment;
 

@@ -152,16 +152,18 @@ struct Pool::Impl {
   // The start forked this process, write-protecting its pages: make them
   // writable again here, on the filler thread, so that the next call's writes
   // take no page fault each (memory.h restore_write_access()). Once the init
-  // has exec'd (waited for up to 2 s); one that waits as a fork is left
+  // has reported its exec (waited for up to 10 s, off every call's path; the
+  // shutdown is looked for every 50 ms); one that waits as a fork is left
   // alone. Pages another start's fork still shares are skipped by the pass.
   void settle_after_fork(const Sandbox& spare) {
-    for (int i = 0; i < 400 && spare.shares_host_pages(); ++i) {
-      std::unique_lock lock(mu);
+    for (int waited_ms = 0; waited_ms < 10'000; waited_ms += 50) {
+      if (spare.wait_host_pages_unshared(50)) {
+        restore_write_access();
+        return;
+      }
+      std::lock_guard lock(mu);
       if (stopping) return;
-      lock.unlock();
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
-    if (!spare.shares_host_pages()) restore_write_access();
   }
 
   // A pre-started sandbox for a fresh call, or null. One that died or wrote

@@ -24,8 +24,11 @@ Child::Child(pid_t pid, Fd pidfd, Fd stdin_w, Fd stdout_r, Fd stderr_r, Fd repor
     : pid_(pid), pidfd_(std::move(pidfd)), stdin_(std::move(stdin_w)),
       stdout_(std::move(stdout_r)), stderr_(std::move(stderr_r)), report_(std::move(report)) {}
 
-void Child::read_reports(int wait_ms, bool until_pid) noexcept {
-  while (report_ && !reports_ended_ && !(until_pid && runtime_pid_ != 0)) {
+void Child::read_reports(int wait_ms, Until until) noexcept {
+  const auto known = [&] {
+    return (until == Until::pid && runtime_pid_ != 0) || (until == Until::init_exec && init_running_);
+  };
+  while (report_ && !reports_ended_ && !known()) {
     pollfd p{report_.get(), POLLIN, 0};
     int ready;
     do {
@@ -59,6 +62,8 @@ void Child::read_reports(int wait_ms, bool until_pid) noexcept {
     } else if (data[0] == hardening::kReportStatus && n == static_cast<ssize_t>(sizeof data)) {
       std::memcpy(&reported_status_, data + 1, sizeof reported_status_);
       status_reported_ = true;
+    } else if (data[0] == hardening::kReportInitRunning && n == 1) {
+      init_running_ = true;
     }
   }
 }
@@ -66,8 +71,15 @@ void Child::read_reports(int wait_ms, bool until_pid) noexcept {
 pid_t Child::runtime_pid() noexcept {
   if (!report_) return pid_;
   std::lock_guard lock(report_mu_);
-  if (runtime_pid_ == 0) read_reports(10'000, true);
+  if (runtime_pid_ == 0) read_reports(10'000, Until::pid);
   return runtime_pid_ > 0 ? runtime_pid_ : pid_;
+}
+
+bool Child::wait_init_exec(int wait_ms) noexcept {
+  if (!report_) return true;
+  std::lock_guard lock(report_mu_);
+  if (!init_running_) read_reports(wait_ms, Until::init_exec);
+  return init_running_ || reports_ended_;  // ended: the init has exited, its memory with it
 }
 
 Child::~Child() { reap(); }
@@ -98,10 +110,10 @@ int Child::reap() noexcept {
     // stands), then its init reports how it ended, at most 1 s later; a
     // kill of the init first would make every ending SIGKILL.
     std::lock_guard report_lock(report_mu_);
-    read_reports(0, false);
+    read_reports(0, Until::quiet);
     if (!status_reported_ && runtime_pid_ > 0) {
       if (runtime_pidfd_) ::syscall(SYS_pidfd_send_signal, runtime_pidfd_.get(), SIGKILL, nullptr, 0);
-      read_reports(1000, false);
+      read_reports(1000, Until::quiet);
     }
   }
   kill_locked();
@@ -114,7 +126,7 @@ int Child::reap() noexcept {
   reaped_ = true;
   if (report_) {  // the init sent the runtime's status before it exited: it is queued
     std::lock_guard report_lock(report_mu_);
-    read_reports(0, false);
+    read_reports(0, Until::quiet);
     if (status_reported_) status_ = reported_status_;
   }
   return status_;

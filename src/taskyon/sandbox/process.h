@@ -68,6 +68,12 @@ class Child {
   // runtime's first report (waits for it, at most 10 s; pid() when the child
   // ended before it). Safe from any thread.
   pid_t runtime_pid() noexcept;
+  // With a PID namespace: waits up to `wait_ms` for the init to report that it
+  // runs taskyon-init (hardening/contain.h kReportInitRunning), so that it no
+  // longer shares this host's pages. True once it has, or once the init has
+  // ended; false on timeout (an init that could not exec waits as a fork of
+  // the host). True at once without a PID namespace. Safe from any thread.
+  bool wait_init_exec(int wait_ms) noexcept;
   int pidfd() const { return pidfd_.get(); }  // -1 when pidfd_open is unavailable
   int stdin_fd() const { return stdin_.get(); }
   int stdout_fd() const { return stdout_.get(); }
@@ -86,10 +92,11 @@ class Child {
 
  private:
   void kill_locked() noexcept;  // under mu_
+  enum class Until { quiet, pid, init_exec };
   // Reads report messages (waiting up to `wait_ms` for each) until none
-  // comes, the child's end is closed or, with `until_pid`, the runtime's pid
-  // is known. Under report_mu_.
-  void read_reports(int wait_ms, bool until_pid) noexcept;
+  // comes, the child's end is closed or what `until` names is known (the
+  // runtime's pid, the init's exec). Under report_mu_.
+  void read_reports(int wait_ms, Until until) noexcept;
 
   const pid_t pid_;
   Fd pidfd_, stdin_, stdout_, stderr_, report_;
@@ -98,6 +105,7 @@ class Child {
   Fd runtime_pidfd_;             // the runtime's, once reported (empty when pidfd_open failed: it ended)
   bool reports_ended_ = false;   // the child's end of the report socket is closed
   bool status_reported_ = false;
+  bool init_running_ = false;    // taskyon-init has started (kReportInitRunning)
   int reported_status_ = 0;      // the runtime's wait status, from the init
   std::mutex mu_;  // orders kill() against reap(): no signal after the pid is released
   bool reaped_ = false;

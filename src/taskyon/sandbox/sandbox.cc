@@ -240,12 +240,7 @@ std::optional<std::uint64_t> Sandbox::resident_bytes() const {
   return runtime;
 }
 
-bool Sandbox::shares_host_pages() const {
-  if (child_->pid() == child_->runtime_pid()) return false;  // no PID namespace: no init
-  if (!init_statm_) return true;                              // unknown: as if it did
-  const auto init = statm_resident(init_statm_);
-  return init && *init >= (std::uint64_t{1} << 20);
-}
+bool Sandbox::wait_host_pages_unshared(int wait_ms) const { return child_->wait_init_exec(wait_ms); }
 
 std::optional<std::uint64_t> Sandbox::proportional_bytes() const {
   auto runtime = sandbox::proportional_bytes(pid());

@@ -150,11 +150,12 @@ class Sandbox {
   // plus its init's, so the memory budget counts every process a sandbox
   // keeps alive. Walks their mappings: for when resident_bytes() is over.
   std::optional<std::uint64_t> proportional_bytes() const;
-  // Whether a process of this sandbox may still share this host's pages: its
-  // init (PID namespace) until it has exec'd taskyon-init, seen as an RSS
-  // under 1 MiB (an init that could not exec waits as a fork of the host).
-  // The runtime has exec'd by the time start() returns.
-  bool shares_host_pages() const;
+  // Waits up to `wait_ms` until no process of this sandbox shares this host's
+  // pages; true once none does, false on timeout. Its init (PID namespace)
+  // shares them until it runs taskyon-init (Child::wait_init_exec(); an init
+  // that could not exec waits as a fork of the host); the runtime has exec'd
+  // by the time start() returns. Safe from any thread.
+  bool wait_host_pages_unshared(int wait_ms) const;
   const std::string& workdir() const { return workdir_; }
   const std::string& revision() const { return revision_; }
   const std::string& name() const { return name_; }
