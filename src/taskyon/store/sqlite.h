@@ -3,8 +3,9 @@
 // Concurrency (several tycli processes on one file): a connection waits up to
 // kBusyTimeoutMs for another's lock (busy_timeout), and a write that still
 // finds the store busy is retried whole — BEGIN IMMEDIATE of a Transaction, or
-// a single autocommit statement — until kBusyRetryMs have passed; only then is
-// it an Errc::store error. No read statement stays active across a write: a
+// a single autocommit statement — after a random pause of 0.25-16 ms (SQLite
+// returns some busy answers at once, and retries in lockstep can livelock),
+// until kBusyRetryMs have passed; only then is it an Errc::store error. No read statement stays active across a write: a
 // write in autocommit mode first resets every statement still active on the
 // connection (SQLite cannot wait for a lock while its own connection holds a
 // read snapshot), so read what a statement returned before writing.
