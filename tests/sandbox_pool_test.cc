@@ -914,8 +914,8 @@ TEST(SandboxPool, PastTheCapTheLeastRecentlyUsedIdleSandboxIsEvicted) {
 
 // Pids of the pool's pre-started sandboxes (no revision yet), once there are
 // `count` of them; a bounded wait, never a timing assertion.
-// Bounded by 60 s: a loaded machine (a neighbouring test's 160 processes)
-// has delayed a start by more than 20 s.
+// Bounded by 60 s: a neighbouring test that keeps the CPUs busy (160
+// processes of its own) can hold a start back for many seconds.
 std::vector<int> wait_for_spares(const Pool& pool, std::size_t count) {
   std::vector<int> pids;
   for (int i = 0; i < 6000; ++i) {
