@@ -7,9 +7,13 @@
 // shortest scientific form gives exactly that s (C++ [charconv.to.chars]:
 // shortest round-trip, then closest, ties by round-to-nearest), as
 // "d[.ddd]e±XX" where XX = n - 1. The layout below is ECMA-262 steps 6-10.
+// Most fractions take a shorter way first (write_short_decimal).
+#include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
+#include <iterator>
 #include <string>
 #include <system_error>
 
@@ -20,8 +24,59 @@ namespace taskyon::json {
 
 namespace detail {
 
+// A double that is m / 10^k for a small k (prices, coordinates, measurements:
+// most fractions in JSON) is written as m's digits with a point put in,
+// without std::to_chars's shortest-digits search. With |m| < 2^46 the gap
+// between doubles near x is below 10^-k / 64, so at most one k-digit decimal
+// rounds to x, and x * 10^k lies within 1/64 of it; m / 10^k == x (one
+// correctly rounded division, both exact doubles) proves that it does. The
+// least such k gives the fewest digits, which is ECMA-262's s (steps 5-8:
+// x >= 1e-6, so the layout is fixed-point); nothing else has that many.
+constexpr double kFixedFrom = 1e-6;
+constexpr double kShortBelow = 70368744177664.0;  // 2^46
+constexpr double kPowersOfTen[] = {1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8};
+
+std::size_t write_short_decimal(char* out, double x) {
+  const double magnitude = std::fabs(x);
+  if (!(magnitude >= kFixedFrom)) return 0;
+  for (int k = 0; k < static_cast<int>(std::size(kPowersOfTen)); ++k) {
+    const double scaled = magnitude * kPowersOfTen[k];
+    if (scaled >= kShortBelow) return 0;
+    const double m = static_cast<double>(static_cast<std::int64_t>(scaled + 0.5));  // nearest (cvttsd2si, no libm)
+    if (std::fabs(scaled - m) > 1.0 / 64 || m / kPowersOfTen[k] != magnitude) continue;
+    char digits[24];
+    const char* const end = std::to_chars(digits, digits + sizeof digits, static_cast<std::int64_t>(m)).ptr;
+    const int length = static_cast<int>(end - digits);
+    char* o = out;
+    if (x < 0) *o++ = '-';
+    if (length > k) {  // step 7 (k == 0: an integer, step 6)
+      std::memcpy(o, digits, static_cast<std::size_t>(length - k));
+      o += length - k;
+      if (k > 0) *o++ = '.';
+    } else {  // step 8: "0.", zeros, the digits
+      *o++ = '0';
+      *o++ = '.';
+      std::memset(o, '0', static_cast<std::size_t>(k - length));
+      o += k - length;
+    }
+    const int fraction = std::min(k, length);
+    std::memcpy(o, end - fraction, static_cast<std::size_t>(fraction));
+    return static_cast<std::size_t>(o + fraction - out);
+  }
+  return 0;
+}
+
 std::size_t write_number(char* out, double x) {
   if (x == 0) {  // step 2: +0 and -0
+    out[0] = '0';
+    return 1;
+  }
+  if (const std::size_t length = write_short_decimal(out, x)) return length;
+  return write_number_general(out, x);
+}
+
+std::size_t write_number_general(char* out, double x) {
+  if (x == 0) {
     out[0] = '0';
     return 1;
   }
