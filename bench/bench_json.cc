@@ -146,7 +146,8 @@ namespace {
 // The 100 KiB argument of CallPath/arg100k (an array of small objects): what
 // writing it into a call frame costs (thread CPU time), each into one reused
 // string as the pool does: nlohmann's serializer against the canonical
-// writer; canonical_x_dump = canonical time / dump time.
+// writer; canonical_x_dump = canonical time / dump time; walk_us: the bare
+// walk above over the same Value (what any writer over the DOM must pay).
 Value args100k() {
   Value a = Value::array();
   std::size_t bytes = 0;
@@ -168,7 +169,7 @@ double thread_seconds() {
 void Args100k(benchmark::State& state) {
   const Value args = args100k();
   std::string out;
-  double dump = 0, canonical = 0;
+  double dump = 0, canonical = 0, walked = 0;
   for (auto _ : state) {
     const double t0 = thread_seconds();
     for (int i = 0; i < 20; ++i) {
@@ -184,13 +185,17 @@ void Args100k(benchmark::State& state) {
       benchmark::DoNotOptimize(taskyon::json::canonicalize_into(args, out));
     }
     const double t2 = thread_seconds();
+    for (int i = 0; i < 20; ++i) benchmark::DoNotOptimize(walk(args));
+    const double t3 = thread_seconds();
     dump += t1 - t0;
     canonical += t2 - t1;
+    walked += t3 - t2;
   }
   const double n = static_cast<double>(state.iterations()) * 20;
   state.counters["dump_us"] = dump * 1e6 / n;
   state.counters["canonical_us"] = canonical * 1e6 / n;
   state.counters["canonical_x_dump"] = canonical / dump;
+  state.counters["walk_us"] = walked * 1e6 / n;
 }
 BENCHMARK(Args100k)->Name("Json/args100k");
 

@@ -6,6 +6,7 @@
 #include <limits>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -136,7 +137,7 @@ TEST(JsonCanonical, TheWordAtATimePathAgreesWithTheByteRuleAtEveryOffset) {
   const std::string specials[] = {"\"", "\\", "\n", "\x01", "\x1f", " ", "\x7f", "!", "#", "[", "]", "\x5b",
                                   "\xc3\xa9", "\xe2\x80\xa8", "\xf0\x9f\x98\x80", "\xef\xbf\xbf"};
   for (const std::string& special : specials) {
-    for (std::size_t length : {1u, 7u, 8u, 9u, 15u, 16u, 17u, 24u, 31u}) {
+    for (std::size_t length : {1u, 7u, 8u, 9u, 15u, 16u, 17u, 24u, 31u, 32u, 33u, 47u, 48u, 49u}) {
       for (std::size_t at = 0; at + 1 <= length; ++at) {
         std::string text(length, 'a');
         text.replace(at, 1, special);
@@ -235,6 +236,71 @@ TEST(JsonCanonical, RefusesBinary) {
   const Error e = error_of(v);
   EXPECT_EQ(e.code, Errc::not_canonical);
   EXPECT_EQ(e.where, "/bin");
+}
+
+// The writer recurses for the first 64 levels and keeps an explicit stack
+// below them: the same value must come out the same, and fail at the same
+// place, either way. Each value is written as it is and under 70 levels of
+// arrays and of objects (so all of it is past the recursion).
+TEST(JsonCanonical, RecursiveAndDeepWritersAgree) {
+  std::vector<Value> values;
+  for (const auto& entry : fs::directory_iterator(kJcs / "input")) {
+    auto v = parse(read_file(entry.path()));
+    ASSERT_TRUE(v) << entry.path();
+    values.push_back(*v);
+  }
+  Value reordered = Value::object();  // re-sorted from its third name on, at two levels
+  for (const char* name : {"a", "\xED\x9F\xBF", "\xEE\x80\x80", "\xF0\x9F\x98\x80", "\xEF\xBF\xBD", "\xF0\x90\x80\x80"}) {
+    reordered[name] = {{"x", 1}, {"\xEF\xBF\xBD", {1.5, "s\n"}}, {"\xF0\x9F\x98\x80", Value::array()}};
+  }
+  values.push_back(reordered);
+  values.push_back({{"a", {0.1, 2.5e-7, -0.0, 1e21, 123.456}}, {"b", "\u00e9\u2028\"\\\x01"}, {"c", nullptr}, {"d", true}});
+  // Errors: a bad name among names to re-sort, a bad name before them, a bad
+  // string after a re-sort, NaN deep in an array.
+  values.push_back({{"\xEE\x80\x80", 1}, {"\xFF", 2}});
+  values.push_back({{"\xC3", 1}, {"\xEE\x80\x80", 2}});
+  values.push_back({{"\xEE\x80\x80", {"ok", "b\xFF"}}, {"a", 1}});
+  values.push_back({{"a", {{"b", {1, 2, std::nan("")}}}}});
+
+  constexpr int kLevels = 70;
+  for (const Value& value : values) {
+    Value in_arrays = value, in_objects = value;
+    std::string arrays_before, objects_before, arrays_where, objects_where;
+    for (int i = 0; i < kLevels; ++i) {
+      in_arrays = Value::array({std::move(in_arrays)});
+      in_objects = Value{{"w", std::move(in_objects)}};
+      arrays_before += "[";
+      objects_before += "{\"w\":";
+      arrays_where += "/0";
+      objects_where += "/w";
+    }
+    const auto alone = canonicalize(value);
+    const auto deep_arrays = canonicalize(in_arrays);
+    const auto deep_objects = canonicalize(in_objects);
+    if (alone) {
+      ASSERT_TRUE(deep_arrays) << deep_arrays.error().describe();
+      ASSERT_TRUE(deep_objects) << deep_objects.error().describe();
+      EXPECT_EQ(*deep_arrays, arrays_before + *alone + std::string(kLevels, ']'));
+      EXPECT_EQ(*deep_objects, objects_before + *alone + std::string(kLevels, '}'));
+    } else {
+      ASSERT_FALSE(deep_arrays) << *deep_arrays;
+      ASSERT_FALSE(deep_objects) << *deep_objects;
+      EXPECT_EQ(deep_arrays.error().where, arrays_where + alone.error().where);
+      EXPECT_EQ(deep_objects.error().where, objects_where + alone.error().where);
+      EXPECT_EQ(deep_arrays.error().message, alone.error().message);
+    }
+  }
+  // The error values' own pointers, written by the recursive writer.
+  EXPECT_EQ(error_of(values[values.size() - 4]).where, "/\\xff");
+  EXPECT_EQ(error_of(values[values.size() - 3]).where, "/\\xc3");
+  EXPECT_EQ(error_of(values[values.size() - 2]).where, "/\xEE\x80\x80/1");
+  EXPECT_EQ(error_of(values[values.size() - 1]).where, "/a/b/2");
+  const std::string inner = "{\"x\":1,\"\xF0\x9F\x98\x80\":[],\"\xEF\xBF\xBD\":[1.5,\"s\\n\"]}";
+  std::string expected = "{";
+  for (const char* name : {"a", "\xED\x9F\xBF", "\xF0\x90\x80\x80", "\xF0\x9F\x98\x80", "\xEE\x80\x80", "\xEF\xBF\xBD"}) {
+    expected += std::string(expected.size() > 1 ? "," : "") + "\"" + name + "\":" + inner;
+  }
+  EXPECT_EQ(canonical(reordered), expected + "}");
 }
 
 TEST(JsonCanonical, HandlesDeepProgrammaticValuesWithoutRecursion) {

@@ -1,17 +1,19 @@
 // RFC 8785 (JCS) serialization of a Value.
 //
-// Iterative (an explicit stack, no recursion), so a deeply nested value built
-// in code cannot overflow the call stack. Every string and member name is
-// checked to be UTF-8 (RFC 3629) on the way: nlohmann keeps whatever bytes a
-// program put in a std::string.
+// Recursive for the first 64 levels of nesting, iterative (an explicit stack)
+// below them, so a deeply nested value built in code cannot overflow the call
+// stack. Every string and member name is checked to be UTF-8 (RFC 3629) on
+// the way: nlohmann keeps whatever bytes a program put in a std::string.
 //
 // Speed (issue 19): text is appended in runs (a string's bytes up to the next
-// one that needs an escape, a number formatted in a stack buffer), members are
-// taken in the order nlohmann's std::map already keeps them (UTF-8 byte order
-// = code point order) and re-sorted only when a name has a character at or
-// above U+E000, the one place UTF-16 order differs, and the bytes can go
-// straight into a SHA-256 context (canonical_sink.h) instead of a string.
+// one that needs an escape, found 16 or 8 bytes at a time; a number formatted
+// in place), members are taken in the order nlohmann's std::map already keeps
+// them (UTF-8 byte order = code point order) and re-sorted only from a name
+// with a character at or above U+E000 on, the one place UTF-16 order differs,
+// and the bytes can go straight into a SHA-256 context (canonical_sink.h)
+// instead of a string.
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <optional>
@@ -21,6 +23,10 @@
 
 #include <charconv>
 #include <cstring>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "taskyon/base/ascii.h"
 #include "taskyon/json/canonical_sink.h"
@@ -109,31 +115,93 @@ using ascii::kOnes;
 using ascii::load8;
 
 // Nonzero if a byte of w is '"', '\\', below 0x20 or at or above 0x80.
-constexpr std::uint64_t needs_look(std::uint64_t w) {
+[[gnu::always_inline]] constexpr std::uint64_t needs_look(std::uint64_t w) {
   const std::uint64_t quote = w ^ (kOnes * '"');
   const std::uint64_t backslash = w ^ (kOnes * '\\');
   return (((w - kOnes * 0x20) & ~w) | ((quote - kOnes) & ~quote) | ((backslash - kOnes) & ~backslash) | w) &
          kHighBits;
 }
 
-// A byte JSON.stringify copies as it is: printable ASCII other than '"' and '\\'.
-constexpr bool is_plain(unsigned char c) { return c >= 0x20 && c < 0x80 && c != '"' && c != '\\'; }
-
-// The first byte at or after p that is not plain, or end.
-const char* skip_plain(const char* p, const char* end) {
-  while (end - p >= 8 && !needs_look(load8(p))) p += 8;
-  while (p != end && is_plain(static_cast<unsigned char>(*p))) ++p;
-  return p;
+// memcpy of n < 8 bytes, inline.
+[[gnu::always_inline]] inline void copy_short(char* to, const char* from, std::size_t n) {
+  if (n >= 4) {  // two 4-byte moves, overlapping when n < 8
+    std::memcpy(to, from, 4);
+    std::memcpy(to + n - 4, from + n - 4, 4);
+  } else {
+    for (std::size_t i = 0; i < n; ++i) to[i] = from[i];
+  }
 }
 
-// True if a byte of s is at or above 0x80.
-bool has_high_byte(std::string_view s) {
-  const char* p = s.data();
-  const char* const end = p + s.size();
-  std::uint64_t any = 0;
-  for (; end - p >= 8; p += 8) any |= load8(p);
-  for (; p != end; ++p) any |= static_cast<unsigned char>(*p);
-  return (any & kHighBits) != 0;
+// memcpy of n bytes, inline for the short names and strings that make up
+// most of a document (a call into libc's memmove costs more than the copy).
+[[gnu::always_inline]] inline void copy_bytes(char* to, const char* from, std::size_t n) {
+  if (n > 16) {
+    std::memcpy(to, from, n);
+  } else if (n >= 8) {  // two 8-byte moves, overlapping when n < 16
+    std::memcpy(to, from, 8);
+    std::memcpy(to + n - 8, from + n - 8, 8);
+  } else {
+    copy_short(to, from, n);
+  }
+}
+
+// The index of the first byte of a word that needs_look() flagged (in memory
+// order). The flag of the first such byte is exact: the tests' false flags
+// come only from a borrow out of a byte below them.
+inline unsigned first_flagged(std::uint64_t look) {
+  if constexpr (std::endian::native == std::endian::little) return static_cast<unsigned>(std::countr_zero(look)) / 8;
+  return static_cast<unsigned>(std::countl_zero(look)) / 8;
+}
+
+// The n < 8 bytes at p as a word in memory order, the bytes past them plain
+// ('a'). Built in registers from overlapping loads (bytes copied to memory
+// and read back as a word would wait for the stores to drain).
+[[gnu::always_inline]] inline std::uint64_t tail_word(const char* p, unsigned n) {
+  const auto byte = [&](unsigned at) { return std::uint64_t{static_cast<unsigned char>(p[at])}; };
+  std::uint64_t w = 0;
+  if (n >= 4) {
+    std::uint32_t low = 0, high = 0;
+    std::memcpy(&low, p, 4);
+    std::memcpy(&high, p + n - 4, 4);  // overlaps `low` when n < 8: the same bytes
+    if constexpr (std::endian::native == std::endian::little) {
+      w = low | (std::uint64_t{high} << (8 * (n - 4)));
+    } else {
+      w = (std::uint64_t{low} << 32) | (std::uint64_t{high} << (8 * (8 - n)));
+    }
+  } else {
+    for (unsigned at : {0u, n / 2, n - 1}) {  // every byte of 1 to 3
+      w |= std::endian::native == std::endian::little ? byte(at) << (8 * at) : byte(at) << (8 * (7 - at));
+    }
+  }
+  const std::uint64_t pad = std::endian::native == std::endian::little ? ~std::uint64_t{0} << (8 * n)
+                                                                       : ~std::uint64_t{0} >> (8 * n);
+  return w | (kOnes * 'a' & pad);
+}
+
+// The first byte at or after p that is not plain, or end. A tail shorter
+// than a word is read as one, padded with plain bytes, so a short name costs
+// one test instead of a loop over its bytes.
+[[gnu::always_inline]] inline const char* skip_plain(const char* p, const char* end) {
+#if defined(__SSE2__)  // x86-64's baseline: 16 bytes per step for the long strings
+  const __m128i space = _mm_set1_epi8(0x20);
+  const __m128i quote = _mm_set1_epi8('"');
+  const __m128i backslash = _mm_set1_epi8('\\');
+  while (end - p >= 16) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    // A signed compare: bytes at or above 0x80 are negative, so below 0x20 too.
+    const __m128i look = _mm_or_si128(_mm_cmplt_epi8(v, space),
+                                      _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)));
+    const unsigned mask = static_cast<unsigned>(_mm_movemask_epi8(look));
+    if (mask != 0) return p + std::countr_zero(mask);
+    p += 16;
+  }
+#endif
+  for (; end - p >= 8; p += 8) {
+    if (const std::uint64_t look = needs_look(load8(p))) return p + first_flagged(look);
+  }
+  if (p == end) return end;
+  const std::uint64_t look = needs_look(tail_word(p, static_cast<unsigned>(end - p)));
+  return look ? p + first_flagged(look) : end;
 }
 
 template <typename Sink>
@@ -156,28 +224,19 @@ void write_escape(Sink& out, unsigned char c) {
 // A JSON string as JSON.stringify writes it (RFC 8785 §3.2.2.2): the two-letter
 // escapes \" \\ \b \f \n \r \t, \u00xx in lower-case hex for the other
 // controls below U+0020, every other character (DEL, U+2028, non-ASCII) as
-// its UTF-8 bytes. With `comma` a ',' goes first, with `colon` a ':' after it
-// (a member name). The bytes between two escapes are copied in one piece; a
-// string with none (the usual case) is one copy into the sink. False if `s`
-// is not UTF-8.
+// its UTF-8 bytes. The bytes between two escapes are copied in one piece; a
+// string with none (the usual case) is one copy into the sink. not_utf8 if
+// the string is not UTF-8. A member name that may_reorder() is not written
+// (may_reorder is returned): the caller sorts first. That test runs only for
+// a name that is not all plain ASCII, so an ASCII name is read once.
+enum class Wrote { ok, not_utf8, may_reorder };
+
+// The string from `next`, its first byte that is not plain, on: escapes and
+// the UTF-8 check. Out of line: most strings never get here.
 template <typename Sink>
-bool write_string(Sink& out, std::string_view s, bool comma = false, bool colon = false) {
+[[gnu::noinline]] Wrote write_string_rest(Sink& out, std::string_view s, const char* next, bool comma, bool colon) {
   const char* const begin = s.data();
   const char* const end = begin + s.size();
-  const char* next = skip_plain(begin, end);
-  const std::size_t extra = 2 + comma + colon;
-  if (next == end && s.size() <= Sink::kSize - extra) {
-    char* o = out.room(s.size() + extra);
-    char* const start = o;
-    if (comma) *o++ = ',';
-    *o++ = '"';
-    std::memcpy(o, begin, s.size());
-    o += s.size();
-    *o++ = '"';
-    if (colon) *o++ = ':';
-    out.wrote(static_cast<std::size_t>(o - start));
-    return true;
-  }
   if (comma) out.push(',');
   out.push('"');
   const char* run = begin;  // start of the bytes not yet written
@@ -185,7 +244,7 @@ bool write_string(Sink& out, std::string_view s, bool comma = false, bool colon 
     const unsigned char c = static_cast<unsigned char>(*next);
     if (c >= 0x80) {
       std::size_t i = static_cast<std::size_t>(next - begin);
-      if (!next_code_point(s, i)) return false;
+      if (!next_code_point(s, i)) return Wrote::not_utf8;
       next = skip_plain(begin + i, end);
       continue;
     }
@@ -197,7 +256,34 @@ bool write_string(Sink& out, std::string_view s, bool comma = false, bool colon 
   out.append(run, static_cast<std::size_t>(end - run));
   out.push('"');
   if (colon) out.push(':');
-  return true;
+  return Wrote::ok;
+}
+
+// What a string is written as: a value, or a member name (with ':' after it
+// and ',' before it when `comma`) in the map's order (may_reorder is checked)
+// or in an order already sorted.
+enum class As { value, name, sorted_name };
+
+template <As kAs, typename Sink>
+[[gnu::always_inline]] inline Wrote write_string(Sink& out, std::string_view s, bool comma = false) {
+  constexpr bool kName = kAs != As::value;
+  const char* const begin = s.data();
+  const char* const end = begin + s.size();
+  const char* const next = skip_plain(begin, end);
+  if (next == end && s.size() <= Sink::kSize - 4) {  // all plain: one copy
+    char* o = out.room(s.size() + 4);
+    char* const start = o;
+    if (kName && comma) *o++ = ',';
+    *o++ = '"';
+    copy_bytes(o, begin, s.size());
+    o += s.size();
+    *o++ = '"';
+    if (kName) *o++ = ':';
+    out.wrote(static_cast<std::size_t>(o - start));
+    return Wrote::ok;
+  }
+  if (kAs == As::name && may_reorder(s)) return Wrote::may_reorder;
+  return write_string_rest(out, s, next, kName && comma, kName);
 }
 
 // True if writing the integer with this magnitude as a double (RFC 8785
@@ -243,65 +329,210 @@ struct Member {
 constexpr std::size_t kMapOrder = static_cast<std::size_t>(-1);
 
 // An open array or object; `next` counts the elements already started.
-// Objects are walked in their map's order (`it`), or, when a name makes UTF-16
-// order differ from it, in the writer's `sorted_` from index `sorted`.
+// Objects are walked in their map's order (`it`) until a name may make UTF-16
+// order differ from it; the members from there on are then taken from the
+// writer's `sorted_`, `sorted` being the index of the next one and `base`
+// where this frame's run of sorted_ starts.
 struct Frame {
   bool object = false;
   std::size_t size = 0;
   std::size_t next = 0;
   const Value* elements = nullptr;  // an array's
   Value::object_t::const_iterator it{};
+  const Value::object_t* map = nullptr;  // an object's
   std::size_t sorted = kMapOrder;
+  std::size_t base = 0;
 };
 
+// Errors are kept in the writer (error_) and the steps return false: an
+// std::optional<Error> returned by every value's step costs more than the
+// writing of a short member.
 template <typename Sink>
 class Writer {
  public:
   explicit Writer(Sink& out) : out_(out) {}
 
   std::optional<Error> run(const Value& root) {
-    if (auto failed = start(root)) return failed;
+    if (!write(root, 0)) return std::move(error_);
+    out_.flush();
+    return std::nullopt;
+  }
+
+ private:
+  // Containers nested deeper than this are written by deep() with an
+  // explicit stack; above it, by plain recursion, which keeps a container's
+  // place in registers and costs about half as much per value. 64 levels of
+  // write/object/array frames take a few KiB of stack.
+  static constexpr int kRecursionDepth = 64;
+
+  // Writes v. On an error, each level adds its member name or index in
+  // front of error_'s pointer on the way out (unwound).
+  bool write(const Value& v, int depth) {
+    switch (v.type()) {
+      case Value::value_t::object:
+        if (depth == kRecursionDepth) return deep(v);
+        return object(*v.get_ptr<const Value::object_t*>(), depth + 1);
+      case Value::value_t::array:
+        if (depth == kRecursionDepth) return deep(v);
+        return array(*v.get_ptr<const Value::array_t*>(), depth + 1);
+      default: return start(v);  // a scalar: no frame
+    }
+  }
+
+  bool array(const Value::array_t& elements, int depth) {
+    out_.push('[');
+    for (std::size_t i = 0; i < elements.size(); ++i) {
+      if (i > 0) out_.push(',');
+      if (!write(elements[i], depth)) return unwound(i);
+    }
+    out_.push(']');
+    return true;
+  }
+
+  // Members in the map's order until a name may_reorder (see member()), the
+  // rest sorted.
+  bool object(const Value::object_t& map, int depth) {
+    out_.push('{');
+    bool comma = false;
+    auto it = map.begin();
+    for (; it != map.end(); ++it, comma = true) {
+      const Wrote wrote = write_string<As::name>(out_, it->first, comma);
+      if (wrote == Wrote::may_reorder) break;
+      if (wrote == Wrote::not_utf8) return bad_name_at(it->first);
+      if (!write(it->second, depth)) return unwound(it->first);
+    }
+    if (it != map.end()) {
+      for (auto rest = it; rest != map.end(); ++rest) {
+        if (!is_utf8(rest->first)) return bad_name_at(rest->first);
+      }
+      const std::size_t base = sort_members(it, map.end());
+      const std::size_t end = sorted_.size();
+      for (std::size_t i = base; i < end; ++i, comma = true) {
+        const Member m = sorted_[i];  // a copy: writing the value may grow sorted_
+        write_string<As::sorted_name>(out_, *m.name, comma);  // checked above
+        if (!write(*m.value, depth)) return unwound(*m.name);
+      }
+      sorted_.resize(base);
+    }
+    out_.push('}');
+    return true;
+  }
+
+  // The member `name` of the object being written has a name that is not
+  // UTF-8; false.
+  bool bad_name_at(std::string_view name) {
+    bad_name();
+    return unwound(name);
+  }
+
+  // Puts the member's name (or the element's index) in front of the error's
+  // pointer; always false.
+  bool unwound(std::string_view name) {
+    std::string token;
+    append_pointer_token(token, name);
+    error_->where.insert(0, token);
+    return false;
+  }
+  bool unwound(std::size_t index) {
+    error_->where.insert(0, "/" + std::to_string(index));
+    return false;
+  }
+
+  // Pushes the members [from, to) to sorted_ in UTF-16 order (RFC 8785
+  // §3.2.3) and returns the index of the first; their names are UTF-8.
+  std::size_t sort_members(Value::object_t::const_iterator from, Value::object_t::const_iterator to) {
+    const std::size_t base = sorted_.size();
+    for (auto it = from; it != to; ++it) sorted_.push_back(Member{&it->first, &it->second});
+    // Member names are unique, so the order is total and std::sort is
+    // deterministic (std::stable_sort's temporary buffer is deprecated API in
+    // libstdc++ 12, an error for clang-19 under -Werror).
+    std::sort(sorted_.begin() + static_cast<std::ptrdiff_t>(base), sorted_.end(),
+              [](const Member& a, const Member& b) { return utf16_less(*a.name, *b.name); });
+    return base;
+  }
+
+  // Writes the container v, however deep, with the explicit stack_ (empty on
+  // entry and on a successful return); error_'s pointer is from v on.
+  bool deep(const Value& v) {
+    if (!start(v)) return false;
     while (!stack_.empty()) {
       Frame& top = stack_.back();
       if (top.next == top.size) {
         out_.push(top.object ? '}' : ']');
-        if (top.sorted != kMapOrder) sorted_.resize(top.sorted);
+        if (top.sorted != kMapOrder) sorted_.resize(top.base);
         stack_.pop_back();
         continue;
       }
       const bool comma = top.next > 0;
       const Value* child = nullptr;
       if (top.object) {
-        const std::string* name = nullptr;
-        if (top.sorted == kMapOrder) {
-          name = &top.it->first;
-          child = &top.it->second;
-          ++top.it;
-        } else {
-          name = sorted_[top.sorted + top.next].name;
-          child = sorted_[top.sorted + top.next].value;
-        }
-        write_string(out_, *name, comma, true);  // checked when the frame was opened
+        child = member(top, comma);
+        if (child == nullptr) return false;
       } else {
         if (comma) out_.push(',');
         child = top.elements + top.next;
+        ++top.next;
       }
-      ++top.next;
-      if (auto failed = start(*child)) return failed;
+      if (!start(*child)) return false;
     }
-    out_.flush();
-    return std::nullopt;
+    return true;
   }
 
  private:
+  // Writes the next member's name of the object on top and returns its value,
+  // or nullptr (error_ set) if a name is not UTF-8.
+  //
+  // No pass ahead over the names: the map keeps them in UTF-8 byte order,
+  // which is UTF-16 order (RFC 8785 §3.2.3) unless, at the first character
+  // where two names differ, the first has one in U+E000..U+FFFF and the other
+  // one above U+FFFF. So a pair out of UTF-16 order needs, in its earlier
+  // name, a byte at or above 0xEE (may_reorder), and the names before the
+  // first such name are in place whatever follows. From that name on, the
+  // rest are checked and sorted.
+  const Value* member(Frame& top, bool comma) {
+    if (top.sorted == kMapOrder) {
+      const auto it = top.it;
+      const Wrote wrote = write_string<As::name>(out_, it->first, comma);
+      if (wrote != Wrote::may_reorder) {
+        ++top.it;
+        ++top.next;
+        return wrote == Wrote::ok ? &it->second : bad_name();
+      }
+      if (!sort_rest(top)) return nullptr;
+    }
+    const Member& m = sorted_[top.sorted];
+    ++top.sorted;
+    ++top.next;
+    write_string<As::sorted_name>(out_, *m.name, comma);  // checked by sort_rest
+    return m.value;
+  }
+
+  // Moves the members not yet written to sorted_, in UTF-16 order, after
+  // checking that every name among them is UTF-8 (utf16_less needs it).
+  bool sort_rest(Frame& top) {
+    const auto& map = *top.map;
+    for (auto it = top.it; it != map.end(); ++it) {
+      if (!is_utf8(it->first)) {
+        top.it = std::next(it);  // pointer() names this member
+        return bad_name() != nullptr;
+      }
+    }
+    top.base = top.sorted = sort_members(top.it, map.end());
+    return true;
+  }
+
+  // The member that pointer() names last has a name that is not UTF-8.
+  const Value* bad_name() {
+    fail("member name is not valid UTF-8 (RFC 8785 §3.1 needs Unicode text)");
+    return nullptr;
+  }
+
   // Writes a scalar, or opens a container and pushes its frame.
-  std::optional<Error> start(const Value& v) {
+  bool start(const Value& v) {
     switch (v.type()) {
       case Value::value_t::string:
-        if (!write_string(out_, *v.get_ptr<const std::string*>())) {
-          return error("string is not valid UTF-8 (RFC 8785 §3.1 needs Unicode text)", pointer());
-        }
-        return std::nullopt;
+        if (write_string<As::value>(out_, *v.get_ptr<const std::string*>()) == Wrote::ok) return true;
+        return fail("string is not valid UTF-8 (RFC 8785 §3.1 needs Unicode text)");
       case Value::value_t::number_integer: {
         const std::int64_t n = *v.get_ptr<const std::int64_t*>();
         const std::uint64_t magnitude = n < 0 ? 0 - static_cast<std::uint64_t>(n) : static_cast<std::uint64_t>(n);
@@ -316,12 +547,17 @@ class Writer {
         return number(static_cast<double>(n));
       }
       case Value::value_t::number_float: return number(*v.get_ptr<const double*>());
-      case Value::value_t::object: return open_object(v);
+      case Value::value_t::object: {
+        const auto& map = *v.get_ptr<const Value::object_t*>();
+        out_.push('{');
+        stack_.push_back(Frame{true, map.size(), 0, nullptr, map.begin(), &map, kMapOrder, 0});
+        return true;
+      }
       case Value::value_t::array: {
         const auto& elements = *v.get_ptr<const Value::array_t*>();
         out_.push('[');
-        stack_.push_back(Frame{false, elements.size(), 0, elements.data(), {}, kMapOrder});
-        return std::nullopt;
+        stack_.push_back(Frame{false, elements.size(), 0, elements.data(), {}, nullptr, kMapOrder, 0});
+        return true;
       }
       case Value::value_t::boolean:
         if (*v.get_ptr<const bool*>()) {
@@ -329,54 +565,26 @@ class Writer {
         } else {
           out_.append("false", 5);
         }
-        return std::nullopt;
-      case Value::value_t::null: out_.append("null", 4); return std::nullopt;
-      case Value::value_t::binary: return error("a binary value has no JSON form", pointer());
+        return true;
+      case Value::value_t::null: out_.append("null", 4); return true;
+      case Value::value_t::binary: return fail("a binary value has no JSON form");
       case Value::value_t::discarded: break;
     }
-    return error("a discarded value has no JSON form", pointer());
-  }
-
-  std::optional<Error> open_object(const Value& v) {
-    const auto& map = *v.get_ptr<const Value::object_t*>();
-    Frame frame{true, map.size(), 0, nullptr, map.begin(), kMapOrder};
-    // ASCII names (the usual case) are UTF-8 and keep the map's order.
-    bool reorder = false;
-    for (const auto& [name, value] : map) {
-      if (!has_high_byte(name)) continue;
-      if (!is_utf8(name)) {
-        std::string where = pointer();
-        append_pointer_token(where, name);
-        return error("member name is not valid UTF-8 (RFC 8785 §3.1 needs Unicode text)", where);
-      }
-      reorder = reorder || may_reorder(name);
-    }
-    if (reorder) {
-      frame.sorted = sorted_.size();
-      for (const auto& [name, value] : map) sorted_.push_back(Member{&name, &value});
-      // Member names are unique, so the order is total and std::sort is
-      // deterministic (std::stable_sort's temporary buffer is deprecated
-      // API in libstdc++ 12, an error for clang-19 under -Werror).
-      std::sort(sorted_.begin() + static_cast<std::ptrdiff_t>(frame.sorted), sorted_.end(),
-                [](const Member& a, const Member& b) { return utf16_less(*a.name, *b.name); });
-    }
-    out_.push('{');
-    stack_.push_back(frame);
-    return std::nullopt;
+    return fail("a discarded value has no JSON form");
   }
 
   // |n| <= 2^53: the double is n and its Number::toString is n's digits.
-  std::optional<Error> integer(std::int64_t n) {
+  bool integer(std::int64_t n) {
     constexpr std::size_t kMax = 21;  // "-9223372036854775808"
     char* o = out_.room(kMax);
     out_.wrote(static_cast<std::size_t>(std::to_chars(o, o + kMax, n).ptr - o));
-    return std::nullopt;
+    return true;
   }
 
-  std::optional<Error> number(double d) {
+  bool number(double d) {
     if (!std::isfinite(d)) {
       auto text = format_number(d);  // the NaN / Infinity message
-      return error(text ? std::string("not a finite number") : text.error().message, pointer());
+      return fail(text ? std::string("not a finite number") : text.error().message);
     }
     // An integral double of at most 2^53 writes as that integer (its digits
     // are the shortest that round-trip: every other decimal is >= 1 away);
@@ -386,19 +594,20 @@ class Writer {
     }
     char* o = out_.room(detail::kNumberTextMax);
     const std::size_t length = detail::write_number(o, d);
-    if (length == 0) return error("std::to_chars failed on a finite double", pointer());
+    if (length == 0) return fail("std::to_chars failed on a finite double");
     out_.wrote(length);
-    return std::nullopt;
+    return true;
   }
 
-  std::optional<Error> inexact(const std::string& n, double d) {
-    return error("integer " + n + " would be written as the IEEE 754 double " + format_number(d).value_or("?") +
-                     " (RFC 8785 §3.2.2.3)",
-                 pointer());
+  bool inexact(const std::string& n, double d) {
+    return fail("integer " + n + " would be written as the IEEE 754 double " + format_number(d).value_or("?") +
+                " (RFC 8785 §3.2.2.3)");
   }
 
-  static std::optional<Error> error(std::string message, std::string where) {
-    return Error{Errc::not_canonical, std::move(message), std::move(where)};
+  // Keeps the error, at the value being written; always false.
+  bool fail(std::string message) {
+    error_ = Error{Errc::not_canonical, std::move(message), pointer()};
+    return false;
   }
 
   // JSON pointer (RFC 6901) of the value being written: every open frame has
@@ -407,7 +616,7 @@ class Writer {
     std::string out;
     for (const Frame& f : stack_) {
       if (f.object) {
-        append_pointer_token(out, f.sorted == kMapOrder ? std::prev(f.it)->first : *sorted_[f.sorted + f.next - 1].name);
+        append_pointer_token(out, f.sorted == kMapOrder ? std::prev(f.it)->first : *sorted_[f.sorted - 1].name);
       } else {
         out += "/" + std::to_string(f.next - 1);
       }
@@ -418,6 +627,7 @@ class Writer {
   Sink& out_;
   std::vector<Frame> stack_;
   std::vector<Member> sorted_;  // the sorted members of the open objects that need it, outermost first
+  std::optional<Error> error_;
 };
 
 }  // namespace
