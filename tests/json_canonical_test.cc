@@ -303,6 +303,30 @@ TEST(JsonCanonical, RecursiveAndDeepWritersAgree) {
   EXPECT_EQ(canonical(reordered), expected + "}");
 }
 
+// canonical_size counts what canonicalize writes, with the same errors;
+// canonicalize_into appends after what a string held, and on an error leaves
+// it as it was.
+TEST(JsonCanonical, SizeAndIntoAgreeWithCanonicalize) {
+  std::vector<Value> values = {Value(), Value("x"), Value::array(), Value{{"a", {1, 2.5, "\u00e9\n"}}},
+                               Value(std::string(40000, 'z'))};
+  for (const auto& entry : fs::directory_iterator(kJcs / "input")) values.push_back(*parse(read_file(entry.path())));
+  for (const Value& v : values) {
+    const auto text = canonicalize(v);
+    ASSERT_TRUE(text);
+    const auto size = canonical_size(v);
+    ASSERT_TRUE(size);
+    EXPECT_EQ(*size, text->size());
+    std::string into = "held:";
+    ASSERT_TRUE(canonicalize_into(v, into));
+    EXPECT_EQ(into, "held:" + *text);
+  }
+  const Value bad = {{"a", std::string(20000, 'y')}, {"b", "\xFF"}};
+  EXPECT_EQ(canonical_size(bad).error().where, "/b");
+  std::string into = "held:";
+  EXPECT_FALSE(canonicalize_into(bad, into));
+  EXPECT_EQ(into, "held:");
+}
+
 TEST(JsonCanonical, HandlesDeepProgrammaticValuesWithoutRecursion) {
   constexpr std::size_t kDepth = 200'000;
   Value v = Value::array();

@@ -636,9 +636,10 @@ Result<std::string> canonicalize(const Value& value) {
 #if defined(__cpp_exceptions)  // wasm/ builds without exceptions: a throw there is a trap
   try {
 #endif
-    StringSink sink;
+    std::string out;
+    StringSink sink(out);
     if (auto failed = Writer<StringSink>(sink).run(value)) return std::unexpected(std::move(*failed));
-    return std::move(sink.out);
+    return out;
 #if defined(__cpp_exceptions)
   } catch (const std::exception& e) {
     return fail(Errc::internal, std::string("canonicalization failed: ") + e.what());
@@ -650,10 +651,27 @@ Result<void> canonicalize_into(const Value& value, std::string& out) {
 #if defined(__cpp_exceptions)
   try {
 #endif
-    AppendSink sink;
-    sink.out = &out;
-    if (auto failed = Writer<AppendSink>(sink).run(value)) return std::unexpected(std::move(*failed));
+    const std::size_t held = out.size();
+    StringSink sink(out);
+    if (auto failed = Writer<StringSink>(sink).run(value)) {
+      out.resize(held);  // as it was
+      return std::unexpected(std::move(*failed));
+    }
     return {};
+#if defined(__cpp_exceptions)
+  } catch (const std::exception& e) {
+    return fail(Errc::internal, std::string("canonicalization failed: ") + e.what());
+  }
+#endif
+}
+
+Result<std::size_t> canonical_size(const Value& value) {
+#if defined(__cpp_exceptions)
+  try {
+#endif
+    CountSink sink;
+    if (auto failed = Writer<CountSink>(sink).run(value)) return std::unexpected(std::move(*failed));
+    return sink.count();
 #if defined(__cpp_exceptions)
   } catch (const std::exception& e) {
     return fail(Errc::internal, std::string("canonicalization failed: ") + e.what());

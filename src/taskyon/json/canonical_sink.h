@@ -1,12 +1,13 @@
 // Internal to json/: where the canonical writer (canonical.cc) puts its bytes.
-// Both sinks collect the text in a 16 KiB buffer and hand it on in blocks of
-// up to that size: StringSink to a std::string, Sha256Sink to SHA-256 (it
-// never holds the whole text; content_id_of). The writer asks for room(n) and
-// formats straight into the buffer, so a number or a short member name costs
-// one bounds check and no copy. AppendSink appends to a string the caller
-// owns instead (canonicalize_into).
+// StringSink writes into a std::string (canonicalize, canonicalize_into),
+// CountSink only counts (canonical_size);
+// Sha256Sink collects the text in a 16 KiB buffer and hands it to SHA-256 in
+// blocks (it never holds the whole text; content_id_of). The writer asks for
+// room(n) and formats straight into it, so a number or a short member name
+// costs one bounds check and no copy.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
@@ -60,18 +61,62 @@ class BufferedSink : public Drain {
   char buf_[kSize];
 };
 
-struct StringDrain {
-  std::string out;
-  void drain(const char* p, std::size_t n) { out.append(p, n); }
-};
-using StringSink = BufferedSink<StringDrain>;
+// Writes straight into a string, after what it already held: no buffer to
+// copy from. room(n) grows the string by doubling without filling the new
+// bytes (resize_and_overwrite); flush() trims it to what was written.
+class StringSink {
+ public:
+  static constexpr std::size_t kSize = 16384;  // as BufferedSink: the most one room() asks for
 
-// Appends to a string the caller owns (canonicalize_into).
-struct AppendDrain {
-  std::string* out = nullptr;
-  void drain(const char* p, std::size_t n) { out->append(p, n); }
+  explicit StringSink(std::string& out) : out_(out) {
+    const std::size_t held = out.size();
+    grow(held, kSize);
+  }
+
+  char* room(std::size_t n) {
+    if (static_cast<std::size_t>(end_ - at_) < n) grow(static_cast<std::size_t>(at_ - out_.data()), n);
+    return at_;
+  }
+  void wrote(std::size_t k) { at_ += k; }
+  void push(char c) { *room(1) = c, ++at_; }
+  void append(const char* p, std::size_t n) {
+    std::memcpy(room(n), p, n);
+    at_ += n;
+  }
+  void append(std::string_view s) { append(s.data(), s.size()); }
+  void flush() { out_.resize(static_cast<std::size_t>(at_ - out_.data())); }
+
+ private:
+  // At least n bytes of room after the first `used`.
+  [[gnu::noinline]] void grow(std::size_t used, std::size_t n) {
+    const std::size_t size = std::max(out_.size() * 2, used + std::max(n, kSize));
+    out_.resize_and_overwrite(size, [](char*, std::size_t k) { return k; });  // the new bytes are written before read
+    at_ = out_.data() + used;
+    end_ = out_.data() + out_.size();
+  }
+
+  std::string& out_;
+  char* at_ = nullptr;
+  char* end_ = nullptr;
 };
-using AppendSink = BufferedSink<AppendDrain>;
+
+// Counts the bytes and keeps none: room() hands out the same scratch buffer.
+class CountSink {
+ public:
+  static constexpr std::size_t kSize = 16384;
+
+  char* room(std::size_t) { return scratch_; }
+  void wrote(std::size_t k) { count_ += k; }
+  void push(char) { ++count_; }
+  void append(const char*, std::size_t n) { count_ += n; }
+  void append(std::string_view s) { count_ += s.size(); }
+  void flush() {}
+  std::size_t count() const { return count_; }
+
+ private:
+  std::size_t count_ = 0;
+  char scratch_[kSize];
+};
 
 class Sha256Drain {
  public:

@@ -53,13 +53,18 @@ std::size_t depth(const Value& value, std::size_t stop_after = ParseLimits{}.max
 // integers that writing as a double would change (the same rule as parse(), so
 // canonicalize(parse(canonical text)) is that text again); the error's `where`
 // is the JSON pointer of the offending value (bytes of a member name that are
-// not UTF-8 shown as \xNN). Any nesting depth: no recursion.
+// not UTF-8 shown as \xNN). Any nesting depth: the writer recurses for the
+// first 64 levels only.
 Result<std::string> canonicalize(const Value& value);
 
 // canonicalize(), appended to `out` (its capacity kept: a caller that reuses
-// one string allocates a large text's memory once). On an error `out` may
-// hold part of the text.
+// one string allocates a large text's memory once). On an error `out` holds
+// what it held before.
 Result<void> canonicalize_into(const Value& value, std::string& out);
+
+// The length in bytes of canonicalize(value), with the same errors, without
+// keeping the text (a size limit checked before anything else is done).
+Result<std::size_t> canonical_size(const Value& value);
 
 // ECMAScript Number::toString(x) (ECMA-262 §6.1.6.1.20) for a finite double:
 // "1e+21", "1e-7", "0.30000000000000004", "0" for -0, "5e-324".

@@ -214,10 +214,10 @@ Result<Manifest> parse_manifest(const json::Value& d) {
     return fail(Errc::invalid_manifest, "missing required field \"parameters\" (a JSON Schema object for the arguments)",
                 "/parameters");
   // Bounded before valijson reads it (its parser recurses and copies).
-  if (auto size = json::canonicalize(d["parameters"]); size && size->size() > kMaxParametersBytes)
+  if (auto size = json::canonical_size(d["parameters"]); size && *size > kMaxParametersBytes)
     return fail(Errc::invalid_manifest,
                 fmt::format("\"parameters\" is {} bytes of canonical JSON; the limit is {} bytes (docs/limits.md)",
-                            size->size(), kMaxParametersBytes),
+                            *size, kMaxParametersBytes),
                 "/parameters");
   if (auto r = check_parameters_schema(d["parameters"]); !r) return std::unexpected(r.error());
   m.parameters = d["parameters"];
@@ -232,10 +232,10 @@ Result<Manifest> parse_manifest(const json::Value& d) {
       return fail(Errc::invalid_manifest, "\"capabilities\" must be an object", "/capabilities");
     m.capabilities = d["capabilities"];
   }
-  if (auto whole = json::canonicalize(d); whole && whole->size() > kMaxManifestBytes)
+  if (auto whole = json::canonical_size(d); whole && *whole > kMaxManifestBytes)
     return fail(Errc::invalid_manifest,
                 fmt::format("the tool definition is {} bytes of canonical JSON; the limit is {} bytes (docs/limits.md)",
-                            whole->size(), kMaxManifestBytes),
+                            *whole, kMaxManifestBytes),
                 "");
   m.definition = d;
   return m;

@@ -412,11 +412,11 @@ Result<void> validate_compiled(Compiled& compiled, const json::Value& parameters
 // Bounded before validation: valijson copies and walks the whole value.
 // (A value RFC 8785 cannot represent is refused where the call is hashed.)
 Result<void> check_size(const json::Value& arguments) {
-  auto canonical = json::canonicalize(arguments);
-  if (canonical && canonical->size() > kMaxArgumentsBytes)
+  auto size = json::canonical_size(arguments);  // counted, not kept (issue 19)
+  if (size && *size > kMaxArgumentsBytes)
     return fail(Errc::invalid_arguments,
                 fmt::format("the arguments are {} bytes of canonical JSON; the limit is {} bytes (docs/limits.md)",
-                            canonical->size(), kMaxArgumentsBytes),
+                            *size, kMaxArgumentsBytes),
                 "/");
   return {};
 }
