@@ -26,6 +26,11 @@
 //       the first call of a new revision in a pool that keeps pre-started
 //       sandboxes (RuntimeConfig::prestart = 2), spaced like calls in a
 //       long-lived host, vs a warm call of the same pool; first_x_warm.
+//   CallPath/warm_among_16
+//       host CPU per warm call in a pool with 16 live sandboxes ÷ in a pool
+//       with one (many_x_one): what a call spends on the sandboxes it does
+//       not use; with the memory budget's readings kept 100 ms (the
+//       default) and with none kept (0: every one read after every call).
 //   CallPath/pss
 //       PSS (/proc/PID/smaps_rollup) per retained sandbox with 20 retained vs
 //       per plain Node child with 20 alive; ours_mib, node_mib, ours_x_node.
@@ -490,6 +495,57 @@ void ColdPrestarted(benchmark::State& state) {
   state.counters["first_x_warm"] = first_us / warm_us;
 }
 BENCHMARK(ColdPrestarted)->Name("CallPath/cold_prestarted")->Iterations(10)->Unit(benchmark::kMillisecond);
+
+// Host CPU per warm call (the calling thread's) in a pool with one live
+// sandbox and in one with 16 (the default max_live), the same placement
+// (everything on CPU 0); many_x_one = the ratio. What a call does for the
+// other live sandboxes (the memory budget's RSS readings) shows here; the
+// argument is RuntimeConfig::memory_reading_max_age in ms (0: every live
+// sandbox's statm read after every call).
+void WarmAmong(benchmark::State& state) {
+  constexpr int kLive = 16;
+  sandbox::RuntimeConfig config;
+  config.memory_reading_max_age = std::chrono::milliseconds(state.range(0));
+  sandbox::Pool one(config), many(config);
+  const auto request = add_request("sha256:bench-among-0", kAddCode, {{"a", 1}, {"b", 2}});
+  bool ok = one.call(request).has_value() && many.call(request).has_value();
+  for (int i = 1; i < kLive && ok; ++i) {
+    auto other = many.call(add_request("sha256:bench-among-" + std::to_string(i), kAddCode, {{"a", 1}, {"b", 2}}));
+    ok = other && other->status == sandbox::Status::ok;
+  }
+  if (!ok || many.sandboxes().size() != kLive) {
+    state.SkipWithError("the sandboxes did not start");
+    return;
+  }
+  pin(0, 0);
+  for (const auto* pool : {&one, &many})
+    for (const auto& info : pool->sandboxes()) pin(info.pid, 0);
+  double one_s = 0, many_s = 0;
+  std::int64_t calls = 0;
+  const auto call = [&](sandbox::Pool& pool) {
+    auto outcome = pool.call(request);
+    return outcome && outcome->status == sandbox::Status::ok;
+  };
+  for (auto _ : state) {
+    double c0 = thread_cpu_seconds();
+    block_us(kBlock, [&] { return call(one); }, ok);
+    one_s += thread_cpu_seconds() - c0;
+    c0 = thread_cpu_seconds();
+    block_us(kBlock, [&] { return call(many); }, ok);
+    many_s += thread_cpu_seconds() - c0;
+    calls += kBlock;
+    if (!ok) {
+      state.SkipWithError("a call failed");
+      break;
+    }
+  }
+  unpin_self();
+  if (calls == 0) return;
+  state.counters["one_live_host_cpu_us"] = one_s * 1e6 / static_cast<double>(calls);
+  state.counters["16_live_host_cpu_us"] = many_s * 1e6 / static_cast<double>(calls);
+  state.counters["many_x_one"] = many_s / one_s;
+}
+BENCHMARK(WarmAmong)->Name("CallPath/warm_among_16")->ArgName("reading_max_age_ms")->Arg(100)->Arg(0)->Iterations(10)->Unit(benchmark::kMillisecond);
 
 void Pss(benchmark::State& state) {
   constexpr int kCount = 20;

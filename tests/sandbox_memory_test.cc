@@ -102,6 +102,34 @@ TEST(PoolMemoryBudget, ASandboxOverTheBudgetOnItsOwnIsDestroyedAfterItsCall) {
   EXPECT_EQ(pool.destructions().back().reason, "memory_budget");
 }
 
+// The budget reuses an idle sandbox's RSS reading (here for a minute: the
+// growing call takes longer than the default 100 ms), but never the reading
+// of the sandbox a call just used: a warm call that grows its sandbox after
+// a call that did not is counted at its own end.
+TEST(PoolMemoryBudget, AWarmCallThatGrowsIsCountedAtItsEnd) {
+  const std::string grower =
+      "({mib}) => { if (mib) globalThis.held = Buffer.alloc(mib * 1024 * 1024, 1); return mib; }";
+  std::uint64_t resident = 0;  // a sandbox's RSS after a call that holds nothing
+  {
+    Pool measuring;
+    ASSERT_EQ(call(measuring, "sha256:memory-grower", grower, {{"mib", 0}}).status, Status::ok);
+    for (const auto& info : measuring.sandboxes()) resident += resident_bytes(info.pid).value_or(0);
+  }
+  ASSERT_GT(resident, 0u);
+  RuntimeConfig config;
+  config.memory_budget_bytes = resident + 40 * kMiB;
+  config.memory_reading_max_age = std::chrono::minutes(1);
+  Pool pool(config);
+  const CallOutcome small = call(pool, "sha256:memory-grower", grower, {{"mib", 0}});
+  ASSERT_EQ(small.status, Status::ok) << small.error;
+  ASSERT_FALSE(small.destroyed) << *small.destroyed;
+  const CallOutcome grown = call(pool, "sha256:memory-grower", grower, {{"mib", 120}});
+  ASSERT_EQ(grown.status, Status::ok) << grown.error;
+  EXPECT_FALSE(grown.fresh_sandbox);
+  EXPECT_EQ(grown.destroyed, "memory_budget");
+  EXPECT_TRUE(pool.live().empty());
+}
+
 TEST(PoolMemoryBudget, ZeroMeansNoBudget) {
   RuntimeConfig config;
   config.memory_budget_bytes = 0;

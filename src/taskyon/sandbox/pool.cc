@@ -97,6 +97,16 @@ struct Pool::Impl {
   std::condition_variable filler_cv;            // with mu: a spare was taken, or the pool ends
   bool stopping = false;                        // guarded by mu: the pool is being destroyed
   std::thread filler;
+  // enforce_budget's RSS readings (resident()), by sandbox; the weak_ptr
+  // tells a reading of a sandbox that is gone from one of a new sandbox at
+  // the same address.
+  struct RssReading {
+    std::weak_ptr<Sandbox> sandbox;
+    std::uint64_t bytes = 0;
+    Clock::time_point at;
+  };
+  std::mutex readings_mu;
+  std::map<const Sandbox*, RssReading> readings;  // guarded by readings_mu
 
   void start_filler() {
     if (config.prestart == 0) return;
@@ -249,6 +259,39 @@ struct Pool::Impl {
   // The RSS sum (cheap, never below PSS) is read first; PSS only when RSS
   // says the budget may be exceeded. Measured without the lock; a sandbox
   // that changed meanwhile is left alone. Returns the ones it killed.
+  // The RSS of a live sandbox as enforce_budget counts it: read from
+  // /proc/PID/statm unless a reading younger than memory_reading_max_age
+  // stands. A sandbox's reading is dropped when a call on it ends, so the
+  // sandbox a call used is always read anew: a warm call reads one small
+  // file, not one per live sandbox (issue 19). An idle sandbox's growth is
+  // seen within that age; each child is bounded on its own by RLIMIT_DATA.
+  std::uint64_t resident(const std::shared_ptr<Sandbox>& sandbox, Clock::time_point now) {
+    {
+      std::lock_guard lock(readings_mu);
+      auto it = readings.find(sandbox.get());
+      if (it != readings.end() && it->second.sandbox.lock() == sandbox &&
+          now - it->second.at < config.memory_reading_max_age)
+        return it->second.bytes;
+    }
+    const std::uint64_t bytes = sandbox->resident_bytes().value_or(0);
+    std::lock_guard lock(readings_mu);
+    readings[sandbox.get()] = RssReading{sandbox, bytes, now};
+    return bytes;
+  }
+
+  void forget_reading(const Sandbox& sandbox) {
+    std::lock_guard lock(readings_mu);
+    readings.erase(&sandbox);
+  }
+
+  // Drops the readings of sandboxes that are gone, once they outnumber the
+  // live ones.
+  void prune_readings(std::size_t live) {
+    std::lock_guard lock(readings_mu);
+    if (readings.size() <= 2 * live + 8) return;
+    std::erase_if(readings, [](const auto& entry) { return entry.second.sandbox.expired(); });
+  }
+
   std::vector<std::shared_ptr<Sandbox>> enforce_budget(const Slot* keep, std::uint64_t room) {
     if (config.memory_budget_bytes == 0) return {};
     struct Live {
@@ -268,7 +311,9 @@ struct Pool::Impl {
     }
     const std::uint64_t budget = config.memory_budget_bytes;
     std::uint64_t total = 0;
-    for (const Live& l : live) total += l.sandbox->resident_bytes().value_or(0);
+    const auto now = Clock::now();
+    for (const Live& l : live) total += resident(l.sandbox, now);
+    prune_readings(live.size());
     if (total + room <= budget) return {};
     total = 0;
     for (Live& l : live) total += l.bytes = l.sandbox->proportional_bytes().value_or(0);
@@ -361,6 +406,7 @@ struct Pool::Impl {
                                       request.capabilities, request.cancel, request.attribution, request.on_log,
                                       request.on_progress);
     called.fresh_sandbox = fresh;
+    forget_reading(sandbox);  // it may have grown: enforce_budget reads it anew
     if (std::string reason = failure_reason(called.status); !reason.empty()) called.destroyed = std::move(reason);
     return called;
   }

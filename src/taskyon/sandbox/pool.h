@@ -78,6 +78,11 @@ struct RuntimeConfig {
   // for the one about to start) fits. Busy sandboxes are never destroyed for
   // it, so a running call may exceed it (each child is bounded by RLIMIT_DATA).
   std::uint64_t memory_budget_bytes = kDefaultMemoryBudgetBytes;
+  // How long the budget counts an idle sandbox's last RSS reading
+  // (/proc/PID/statm) instead of reading it again: after a call the pool
+  // reads the sandbox it used and the ones read longer ago than this, not
+  // every live one (issue 19). 0: every live one after every call.
+  std::chrono::milliseconds memory_reading_max_age{100};
   JsRuntime runtime = JsRuntime::node;        // which runtime every sandbox of the pool runs
   std::string deno_path;                      // empty: `deno` on PATH, else the project-local install
                                               // (runtime.h find_deno)
