@@ -478,7 +478,6 @@ class Writer {
     return true;
   }
 
- private:
   // Writes the next member's name of the object on top and returns its value,
   // or nullptr (error_ set) if a name is not UTF-8.
   //

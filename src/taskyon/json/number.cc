@@ -23,6 +23,7 @@
 namespace taskyon::json {
 
 namespace detail {
+namespace {
 
 // A double that is m / 10^k for a small k (prices, coordinates, measurements:
 // most fractions in JSON) is written as m's digits with a point put in,
@@ -65,6 +66,8 @@ std::size_t write_short_decimal(char* out, double x) {
   }
   return 0;
 }
+
+}  // namespace
 
 std::size_t write_number(char* out, double x) {
   if (x == 0) {  // step 2: +0 and -0
