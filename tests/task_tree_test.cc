@@ -109,6 +109,51 @@ TEST_F(TreeTest, NearestDefinitionShadowsOuterOnesAndTheRegistry) {  // T5
   EXPECT_NE(r.steps[2].task.tool_revision, r.steps[4].task.tool_revision);
 }
 
+// run_conversation keeps the positions of the definitions along its chain so
+// that a call does not look at every ancestor (issue 19); what it keeps must
+// find what a scan finds, for chained entries and for a branch whose lineage
+// is loaded from the store.
+TEST_F(TreeTest, KeptDefinitionPositionsFindWhatAScanFinds) {  // T5
+  install("tag", "() => 'registry'");
+  Value file = Value::array({{{"role", "system"}, {"content", definition("tag", "() => 'outer'")}}});
+  for (int i = 0; i < 20; ++i) file.push_back({{"role", "user"}, {"content", message("m" + std::to_string(i))}});
+  file.push_back({{"role", "system"}, {"content", definition("tag", "() => 'inner'")}});
+  file.push_back({{"role", "user"}, {"content", message("after")}});
+  file.push_back({{"role", "assistant"}, {"content", call("tag")}});                     // 23: chained
+  file.push_back({{"role", "assistant"}, {"content", call("tag")}, {"parent", 5}});      // 24: a branch
+  file.push_back({{"role", "assistant"}, {"content", call("tag")}, {"parent", nullptr}});  // 25: a new root
+  auto r = run_ok(file);
+  ASSERT_EQ(r.steps.size(), 26u);
+  EXPECT_EQ(r.steps[23].result->content["toolResult"]["result"], "inner");
+  EXPECT_EQ(r.steps[24].result->content["toolResult"]["result"], "outer");
+  EXPECT_EQ(r.steps[25].result->content["toolResult"]["result"], "registry");
+
+  // The functions themselves: the positions given are the definitions looked at.
+  auto lineage = st->lineage(r.steps[22].task.id);
+  ASSERT_TRUE(lineage) << lineage.error().describe();
+  const tasks::Definitions kept = tasks::definitions_in(*lineage);
+  ASSERT_EQ(kept, (tasks::Definitions{0, 21}));
+  const auto at = [&](const tasks::Definitions* definitions) {
+    auto found = tasks::resolve_in_scope("tag", *lineage, st->resolver(), definitions);
+    EXPECT_TRUE(found) << found.error().describe();
+    return found && found->defined_at ? *found->defined_at : std::string("registry");
+  };
+  EXPECT_EQ(at(nullptr), r.steps[21].task.id);
+  EXPECT_EQ(at(&kept), r.steps[21].task.id);
+  const tasks::Definitions outer_only{0};
+  EXPECT_EQ(at(&outer_only), r.steps[0].task.id);
+  const tasks::Definitions none;
+  EXPECT_EQ(at(&none), "registry");
+  // Positions that cannot be this lineage's (not a definition there, past its
+  // end, not ascending) are not used: every ancestor is looked at instead.
+  for (const tasks::Definitions& wrong : {tasks::Definitions{0, 22}, tasks::Definitions{0, 99},
+                                          tasks::Definitions{21, 0}})
+    EXPECT_EQ(at(&wrong), r.steps[21].task.id);
+  auto pinned = tasks::pinned_in_lineage(*r.steps[23].task.tool_revision, *lineage, st->resolver(), &kept);
+  ASSERT_TRUE(pinned) << pinned.error().describe();
+  EXPECT_EQ(pinned->revision, *r.steps[23].task.tool_revision);
+}
+
 TEST_F(TreeTest, TreeDefinitionsNeverEnterTheRegistry) {  // T6
   const auto before = count("SELECT COUNT(*) FROM revisions");
   auto r = run_ok(Value::array({

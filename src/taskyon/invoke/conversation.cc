@@ -39,31 +39,45 @@ Result<std::optional<tasks::Task>> stored_result(store::Store& store, const std:
   return std::optional<tasks::Task>();
 }
 
-// `chain` is the verified lineage of the previous entry's last task (its
-// result, for a call), kept so a chained entry does not load and verify its
-// ancestors again: each ancestor is verified once per run (linear records).
+// The verified lineage of the previous entry's last task (its result, for a
+// call), kept so a chained entry does not load and verify its ancestors
+// again: each ancestor is verified once per run (linear records). With it,
+// its toolDefinition positions, so that resolving a name does not look at
+// every ancestor again either.
+struct Chain {
+  std::vector<tasks::Task> lineage;
+  tasks::Definitions definitions;
+};
+
 Result<Step> run_entry(store::Store& store, sandbox::Pool& pool, const tasks::ConversationEntry& entry, std::size_t i,
-                       const std::vector<Step>& steps, const Options& options, std::vector<tasks::Task>& chain,
-                       const RunHooks& hooks) {
+                       const std::vector<Step>& steps, const Options& options, Chain& chain, const RunHooks& hooks) {
   auto parent = parent_of(store, entry, i, steps);
   if (!parent) return std::unexpected(parent.error());
   tasks::Scope scope{{}, store.resolver()};
-  if (*parent && !chain.empty() && chain.back().id == **parent) {
-    scope.lineage = std::move(chain);
+  tasks::Definitions definitions;
+  if (*parent && !chain.lineage.empty() && chain.lineage.back().id == **parent) {
+    scope.lineage = std::move(chain.lineage);
+    definitions = std::move(chain.definitions);
   } else if (*parent) {
     auto l = store.lineage(**parent);
     if (!l) return std::unexpected(l.error());
     scope.lineage = std::move(*l);
+    definitions = tasks::definitions_in(scope.lineage);
   }
-  chain.clear();
+  chain.lineage.clear();
+  chain.definitions.clear();
+  scope.definitions = &definitions;
   auto compiled = tasks::compile(entry.draft, scope);
   if (!compiled) return std::unexpected(compiled.error());
   std::vector<tasks::Task>& lineage = scope.lineage;
-  // The chain after this entry: its parent's lineage, the entry, its result.
+  // The chain after this entry: its parent's lineage, the entry, its result
+  // (never a definition).
   const auto extend = [&](const Step& s) {
-    chain = std::move(lineage);
-    chain.push_back(s.task);
-    if (s.result) chain.push_back(*s.result);
+    chain.lineage = std::move(lineage);
+    chain.definitions = std::move(definitions);
+    if (tasks::is_definition(s.task)) chain.definitions.push_back(chain.lineage.size());
+    chain.lineage.push_back(s.task);
+    if (s.result) chain.lineage.push_back(*s.result);
   };
 
   Step step{i, std::move(compiled->task), std::nullopt, std::nullopt, false, std::nullopt};
@@ -92,7 +106,7 @@ Result<Step> run_entry(store::Store& store, sandbox::Pool& pool, const tasks::Co
     step.reused = false;  // stored without a result: run it now
   }
   if (hooks.on_call) hooks.on_call(i, step.task);
-  auto inv = run_call(store, pool, step.task, options, lineage);
+  auto inv = run_call(store, pool, step.task, options, lineage, &definitions);
   if (!inv) return std::unexpected(inv.error());
   step.task = std::move(inv->call);
   step.result = std::move(inv->result);
@@ -113,7 +127,7 @@ Result<RunReport> run_conversation(store::Store& store, sandbox::Pool& pool,
                                    const std::vector<tasks::ConversationEntry>& entries, const Options& options,
                                    const RunHooks& hooks) {
   RunReport report;
-  std::vector<tasks::Task> chain;
+  Chain chain;
   for (std::size_t i = 0; i < entries.size(); ++i) {
     if (options.cancel.cancelled()) {
       report.interrupted = true;

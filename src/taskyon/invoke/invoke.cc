@@ -162,7 +162,7 @@ Result<Invocation> run_call(store::Store& store, sandbox::Pool& pool, const task
 }
 
 Result<Invocation> run_call(store::Store& store, sandbox::Pool& pool, const tasks::Task& call, const Options& options,
-                            std::vector<tasks::Task>& parent_lineage) {
+                            std::vector<tasks::Task>& parent_lineage, const tasks::Definitions* definitions) {
   auto kind = tasks::content_kind(call.content);
   if (!kind) return std::unexpected(kind.error());
   if (*kind != "functionCall") return fail(Errc::invalid_task, "this task is not a function call", call.id);
@@ -171,7 +171,7 @@ Result<Invocation> run_call(store::Store& store, sandbox::Pool& pool, const task
   const bool lent = call.parent_id && !parent_lineage.empty() && parent_lineage.back().id == *call.parent_id;
   std::vector<tasks::Task> lineage = lent ? std::move(parent_lineage) : std::vector<tasks::Task>();
   parent_lineage.clear();
-  auto tool = pinned_tool(store, call, lineage, lent);
+  auto tool = pinned_tool(store, call, lineage, lent, lent ? definitions : nullptr);
   if (!tool) return std::unexpected(tool.error());
   HostCapabilities capabilities(store, call, std::move(lineage), tool->revision, tool->manifest.name,
                                 options.capabilities);

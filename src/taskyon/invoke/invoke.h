@@ -79,8 +79,11 @@ Result<Invocation> run_call(store::Store& store, sandbox::Pool& pool, const task
 // what it stored): it is lent to the call instead of loaded and verified
 // again, and given back unchanged — empty after an error. Used when it does
 // not end in the call's parent; then the lineage is loaded as above.
+// `definitions`, when the caller keeps them, are its toolDefinition positions
+// (tasks/scope.h).
 Result<Invocation> run_call(store::Store& store, sandbox::Pool& pool, const tasks::Task& call, const Options& options,
-                            std::vector<tasks::Task>& parent_lineage);
+                            std::vector<tasks::Task>& parent_lineage,
+                            const tasks::Definitions* definitions = nullptr);
 
 // Activates `revision_ref` under `name` (Store::activate) and then destroys,
 // at once, the pool's sandboxes of that name's other revisions (S3).

@@ -40,7 +40,8 @@ tasks::State state_after(sandbox::Status status) {
 }
 
 Result<tasks::ResolvedTool> pinned_tool(store::Store& store, const tasks::Task& call,
-                                        std::vector<tasks::Task>& lineage, bool have_lineage) {
+                                        std::vector<tasks::Task>& lineage, bool have_lineage,
+                                        const tasks::Definitions* definitions) {
   if (call.parent_id && !have_lineage) {
     auto found = store.lineage(*call.parent_id);
     if (!found) return std::unexpected(found.error());
@@ -52,7 +53,7 @@ Result<tasks::ResolvedTool> pinned_tool(store::Store& store, const tasks::Task& 
     return tasks::ResolvedTool{registered->id, call.settings_revision.value_or(registry::empty_settings_revision()),
                                std::move(registered->manifest)};
   if (registered.error().code != Errc::not_found || !call.parent_id) return std::unexpected(registered.error());
-  return tasks::pinned_in_lineage(pin, lineage, store.resolver());
+  return tasks::pinned_in_lineage(pin, lineage, store.resolver(), have_lineage ? definitions : nullptr);
 }
 
 Result<void> store_invocation(store::Store& store, Invocation& inv, const std::optional<json::Value>& runtime) {

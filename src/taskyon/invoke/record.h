@@ -22,10 +22,12 @@ tasks::State state_after(sandbox::Status status);
 
 // The revision `call` is pinned to: the registry's, else a tool definition
 // in its ancestors (T6). `lineage` receives the lineage of the call's parent
-// (root first) unless `have_lineage` says it holds it already. Errors:
+// (root first) unless `have_lineage` says it holds it already, and then
+// `definitions` may hold its definitions' positions (tasks/scope.h). Errors:
 // Errc::not_found, Errc::integrity (R2), the store's.
 Result<tasks::ResolvedTool> pinned_tool(store::Store& store, const tasks::Task& call,
-                                        std::vector<tasks::Task>& lineage, bool have_lineage);
+                                        std::vector<tasks::Task>& lineage, bool have_lineage,
+                                        const tasks::Definitions* definitions = nullptr);
 
 // Stores `inv` (its call, subtasks and the result of its outcome) as one
 // batch, after making the outcome storable (issue 12 item 6, nothing

@@ -11,7 +11,7 @@ namespace {
 // A tool name resolves in the lexical scope; a revision id or prefix (not a
 // valid tool name) only in the registry.
 Result<VisibleTool> resolve_call_target(const std::string& ref, const Scope& scope) {
-  if (registry::is_valid_tool_name(ref)) return resolve_in_scope(ref, scope.lineage, scope.registry);
+  if (registry::is_valid_tool_name(ref)) return resolve_in_scope(ref, scope.lineage, scope.registry, scope.definitions);
   auto tool = scope.registry(ref);
   if (!tool) return std::unexpected(tool.error());
   return VisibleTool{std::move(*tool), std::nullopt};

@@ -31,6 +31,9 @@ struct Draft {
 struct Scope {
   std::vector<Task> lineage;  // the parent's lineage, root first, parent last; empty for a root
   ToolResolver registry;      // the registry's active bindings and revisions
+  // The lineage's toolDefinition positions, when the caller keeps them
+  // (scope.h Definitions); nullptr: each ancestor is looked at.
+  const Definitions* definitions = nullptr;
 };
 
 struct Compiled {
