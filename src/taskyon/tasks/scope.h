@@ -43,8 +43,8 @@ Result<ResolvedTool> defined_tool(const Task& definition, const ToolResolver& re
 // The positions in a lineage of its toolDefinition tasks, ascending. A caller
 // that extends one lineage entry after entry (invoke::run_conversation) keeps
 // them, appending a position when it appends a definition, so that resolving a
-// name looks at the definitions, not at every ancestor (issue 19: a chain of
-// 1000 calls paid ~0.1 µs per ancestor per call). Where a function below takes
+// name looks at the definitions, not at every ancestor (issue 19: the walk was
+// a quarter of a late call's time in a chain of 3000). Where a function below takes
 // `definitions`, nullptr means "not kept": each ancestor is looked at.
 using Definitions = std::vector<std::size_t>;
 bool is_definition(const Task& task);
