@@ -15,7 +15,7 @@
 //       every thread of the sandbox's runtime, of the Node peer, per call:
 //       /proc/PID/task/*/schedstat). CPU times barely move with the load of
 //       other processes; wall times do. The blocks start after kTierUp calls
-//       to each peer, while the JIT tiers up: tierup_child_cpu_us and
+//       to each peer, during which the JIT tiers up: tierup_child_cpu_us and
 //       node_tierup_child_cpu_us are the child CPU per call of that phase.
 //   CallPath/arg100k/same_cpu, …/cross_cpu
 //       a 100 KiB argument (an array of small objects), `({a,b}) => a.length+b`:

@@ -253,12 +253,6 @@ struct Pool::Impl {
     for (const auto& sandbox : doomed) sandbox->kill("evicted");
   }
 
-  // The memory budget (RuntimeConfig::memory_budget_bytes): destroys the
-  // least recently used idle retained sandboxes, never `keep`, until the live
-  // sandboxes' memory plus `room` fits, each recorded as "memory_budget".
-  // The RSS sum (cheap, never below PSS) is read first; PSS only when RSS
-  // says the budget may be exceeded. Measured without the lock; a sandbox
-  // that changed meanwhile is left alone. Returns the ones it killed.
   // The RSS of a live sandbox as enforce_budget counts it: read from
   // /proc/PID/statm unless a reading younger than memory_reading_max_age
   // stands. A sandbox's reading is dropped when a call on it ends, so the
@@ -292,6 +286,12 @@ struct Pool::Impl {
     std::erase_if(readings, [](const auto& entry) { return entry.second.sandbox.expired(); });
   }
 
+  // The memory budget (RuntimeConfig::memory_budget_bytes): destroys the
+  // least recently used idle retained sandboxes, never `keep`, until the live
+  // sandboxes' memory plus `room` fits, each recorded as "memory_budget".
+  // The RSS sum (cheap, never below PSS) is read first; PSS only when RSS
+  // says the budget may be exceeded. Measured without the lock; a sandbox
+  // that changed meanwhile is left alone. Returns the ones it killed.
   std::vector<std::shared_ptr<Sandbox>> enforce_budget(const Slot* keep, std::uint64_t room) {
     if (config.memory_budget_bytes == 0) return {};
     struct Live {
