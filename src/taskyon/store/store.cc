@@ -81,9 +81,12 @@ Result<RevisionRecord> verify_revision(RevisionRecord r) {
 
 // Per connection. WAL is a property of the file (set once, by open()).
 // synchronous=NORMAL: see docs/tasks.md "Durability" for what it risks.
+// wal_autocheckpoint: kCheckpointPages (store.h).
 Result<void> set_pragmas(sql::Database& db, bool first) {
-  for (auto pragma : {"PRAGMA journal_mode = WAL", "PRAGMA foreign_keys = ON", "PRAGMA synchronous = NORMAL"}) {
-    if (!first && std::string_view(pragma).find("journal_mode") != std::string_view::npos) continue;
+  const std::string pragmas[] = {"PRAGMA journal_mode = WAL", "PRAGMA foreign_keys = ON", "PRAGMA synchronous = NORMAL",
+                                 fmt::format("PRAGMA wal_autocheckpoint = {}", kCheckpointPages)};
+  for (const auto& pragma : pragmas) {
+    if (!first && pragma.find("journal_mode") != std::string::npos) continue;
     auto stmt = db.prepare(pragma);
     if (!stmt) return std::unexpected(stmt.error());
     if (auto r = stmt->run(); !r) return std::unexpected(Error{r.error().code, r.error().message, db.path()});
