@@ -2,6 +2,8 @@
 # is exactly `// @include PATH` (leading spaces allowed) is replaced by the
 # bytes of INCLUDE_ROOT/PATH first (the guest core shared by the harnesses,
 # src/guest/common/); an included file is not searched for includes again.
+# With STRIP_COMMENT_LINES, lines that hold only a `//` comment are left out,
+# and what is left must be printable ASCII (tabs and newlines too).
 file(READ ${IN} text)
 if(DEFINED INCLUDE_ROOT)
   string(REGEX MATCHALL "[ ]*// @include [A-Za-z0-9_./-]+\n" includes "${text}")
@@ -13,6 +15,21 @@ if(DEFINED INCLUDE_ROOT)
     file(READ ${INCLUDE_ROOT}/${path} included)
     string(REPLACE "${line}" "${included}" text "${text}")
   endforeach()
+endif()
+if(STRIP_COMMENT_LINES)
+  # Lines that hold only a `//` comment go (the harnesses' argv copies and heap:
+  # issue 19). A line with code keeps its comment; the harnesses have no
+  # multi-line template literal or string a comment line could sit in.
+  string(REGEX REPLACE "\n[ ]*//[^\n]*" "" text "\n${text}")
+  string(SUBSTRING "${text}" 1 -1 text)
+  # What is left must be ASCII: V8 keeps a source with one character above
+  # 0x7F as two bytes a character, and the harness's copies then no longer fit
+  # regular heap pages (1 MiB more per sandbox, docs/sandbox.md).
+  string(REGEX MATCH "[^\t\n -~][^\n]*" bad "${text}")
+  if(bad)
+    message(FATAL_ERROR "${IN}: a character outside printable ASCII in code a sandbox runs, at \"${bad}\": "
+                        "keep the harness ASCII outside comment lines (grep -nP '[^\\x00-\\x7F]')")
+  endif()
 endif()
 file(WRITE ${OUT}.js "${text}")
 file(READ ${OUT}.js hex HEX)

@@ -523,7 +523,7 @@
     let current = null;     // the call in progress: {id, waiting, controller, ended}, or null
                             // (waiting: a Map req -> waiter, made with the call's first request)
     let logBytes = 0;       // log text sent for the current call, bytes
-    let nextReq = 1;        // request numbers count 1, 2, 3… over the sandbox's life (the host checks)
+    let nextReq = 1;        // request numbers count 1, 2, 3, ... over the sandbox's life (the host checks)
     let pipelined = null;   // {id, args}: a call frame that came while the code was loading
 
     // Sends one log frame for the current call. Logs outside a call are dropped.
