@@ -174,22 +174,11 @@ TEST(PoolMemoryBudget, TheConfigFileSetsTheBudgetAndRefusesNonsense) {
   }
 }
 
-// This process's anonymous RSS, bytes (RssAnon of /proc/self/status).
-std::uint64_t own_anonymous_rss() {
-  std::ifstream status("/proc/self/status");
-  for (std::string line; std::getline(status, line);)
-    if (line.starts_with("RssAnon:")) return std::stoull(line.substr(8)) * 1024;
-  return 0;
-}
-
-// restore_write_access() gives no page of its own to memory only read (the
-// shared zero page, which mincore() counts as resident) and keeps contents:
-// 16 MiB read, never written, stays out of the RSS.
 // A sandbox's runtime gets its harness as argv text (node -e, deno's data:
 // URL) and keeps several copies of it. V8 holds a source with one character
 // above 0x7F at two bytes a character, and at that size each copy takes pages
-// of its own: 7.8-7.9 MiB of private memory per Node sandbox against 6.7-6.8
-// (cmake/embed_file.cmake, which also refuses to build such a harness).
+// of its own: 7.8-7.9 MiB of private memory per Node harness, 6.9 with only
+// those characters replaced (cmake/embed_file.cmake also refuses to build it).
 TEST(GuestCode, TheEmbeddedHarnessesArePrintableAscii) {
   const std::pair<const char*, std::string_view> harnesses[] = {{"node", guest::node_bootstrap()},
                                                                 {"deno", guest::deno_harness()}};
@@ -202,6 +191,17 @@ TEST(GuestCode, TheEmbeddedHarnessesArePrintableAscii) {
   }
 }
 
+// This process's anonymous RSS, bytes (RssAnon of /proc/self/status).
+std::uint64_t own_anonymous_rss() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.starts_with("RssAnon:")) return std::stoull(line.substr(8)) * 1024;
+  return 0;
+}
+
+// restore_write_access() gives no page of its own to memory only read (the
+// shared zero page, which mincore() counts as resident) and keeps contents:
+// 16 MiB read, never written, stays out of the RSS.
 TEST(HostPages, RestoringWriteAccessAddsNoPageAndChangesNoByte) {
   if (!can_restore_write_access()) GTEST_SKIP() << "the kernel has no MADV_POPULATE_WRITE (Linux 5.14)";
   constexpr std::size_t kBytes = 16u << 20, kPage = 4096;
