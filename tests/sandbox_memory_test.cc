@@ -89,6 +89,49 @@ TEST(PoolMemoryBudget, TwentyRetainedSandboxesHoldingFortyMiBStayInsideTheBudget
   EXPECT_LE(live_pss(pool), config.memory_budget_bytes);
 }
 
+// Destroying a sandbox takes its USS off the live sandboxes' PSS sum, not its
+// PSS: its share of the pages it shared with the others (Node's executable)
+// moves to them. Fifteen small retained sandboxes, then a call that leaves
+// its own sandbox over the budget by about eight small ones' PSS: the pool
+// must destroy enough of them that the sum, measured here afterwards, fits.
+// Counting each destroyed one's PSS as freed left it 16 MiB over (204 MiB
+// against 188, 8 destroyed); counting its USS leaves 184 (11 destroyed).
+TEST(PoolMemoryBudget, ADestroyedSandboxFreesItsUniquePagesOnly) {
+  constexpr int kSmall = 15;  // with the grower, max_live (16)
+  const std::string small = "() => 1";
+  const std::string grower = "({mib}) => { globalThis.held = Buffer.alloc(mib * 1024 * 1024, 1); return mib; }";
+  std::uint64_t smalls = 0;  // the small sandboxes' PSS sum, in a pool without a budget
+  {
+    RuntimeConfig unbounded;
+    unbounded.memory_budget_bytes = 0;
+    Pool measuring(unbounded);
+    for (int i = 0; i < kSmall; ++i) call(measuring, "sha256:unique-" + std::to_string(i), small);
+    smalls = live_pss(measuring);
+  }
+  ASSERT_GT(smalls, 0u);
+  const std::uint64_t each = smalls / kSmall;
+  RuntimeConfig config;
+  // Room for the smalls, and for the grower to start (kSandboxStartBytes) with
+  // 8 MiB for the inits and the noise of PSS readings: no destruction before.
+  config.memory_budget_bytes = smalls + kSandboxStartBytes + 8 * kMiB;
+  Pool pool(config);
+  for (int i = 0; i < kSmall; ++i) ASSERT_EQ(call(pool, "sha256:unique-" + std::to_string(i), small).status, Status::ok);
+  ASSERT_TRUE(pool.destructions().empty());
+  // After its call the grower holds about `each` + mib: over the budget by
+  // each + mib - 56 MiB, which is 8 × each.
+  const std::uint64_t mib = (7 * each + 56 * kMiB + kMiB - 1) / kMiB;
+  const CallOutcome grown = call(pool, "sha256:unique-grower", grower, {{"mib", static_cast<std::int64_t>(mib)}});
+  ASSERT_EQ(grown.status, Status::ok) << grown.error;
+  EXPECT_FALSE(grown.destroyed);  // the call's own sandbox goes last, and it fits
+  const std::uint64_t sum = live_pss(pool);
+  const std::size_t left = pool.live().size();
+  EXPECT_LE(sum, config.memory_budget_bytes)
+      << (sum / kMiB) << " MiB in " << left << " sandboxes against " << (config.memory_budget_bytes / kMiB)
+      << " MiB; " << pool.destructions().size() << " destroyed, a small one's PSS was " << (each / kMiB) << " MiB";
+  EXPECT_GE(left, 2u);  // the grower and a small one: not everything destroyed
+  for (const auto& d : pool.destructions()) EXPECT_EQ(d.reason, "memory_budget") << d.revision;
+}
+
 // A sandbox that alone exceeds the budget after its call is destroyed too,
 // and its outcome says so.
 TEST(PoolMemoryBudget, ASandboxOverTheBudgetOnItsOwnIsDestroyedAfterItsCall) {

@@ -131,7 +131,7 @@ TEST_F(SandboxPidNamespace, ToolCodeCannotSignalItsInitOrTheHost) {
 
 // Issue 11: the init is a fork of the host holding a copy-on-write snapshot
 // of its memory; the memory budget counts it with the runtime (sandbox.h
-// proportional_bytes(), resident_bytes()).
+// footprint(), resident_bytes()).
 TEST(SandboxPidNamespaceMemory, TheBudgetCountsTheInitWithTheRuntime) {
   if (!hardening::support().pid_namespace) GTEST_SKIP() << "no PID namespace here: " << hardening::support().full_error;
   RuntimeConfig config;
@@ -156,7 +156,7 @@ TEST(SandboxPidNamespaceMemory, TheBudgetCountsTheInitWithTheRuntime) {
   for (int attempt = 0; attempt < 100 && !(pss_held && rss_held); ++attempt) {
     if (attempt > 0) ::usleep(20'000);
     const auto before = proportional_bytes(sandbox.pid());
-    const auto counted = sandbox.proportional_bytes();
+    const auto counted = sandbox.footprint();
     const auto after = proportional_bytes(sandbox.pid());
     const auto init_pss = proportional_bytes(init);
     ASSERT_TRUE(before && counted && after && init_pss);
@@ -167,10 +167,10 @@ TEST(SandboxPidNamespaceMemory, TheBudgetCountsTheInitWithTheRuntime) {
     const auto init_rss = resident_bytes(init);
     ASSERT_TRUE(rss_before && rss && rss_after && init_rss);
     const auto steady = [](std::uint64_t a, std::uint64_t b) { return (a > b ? a - b : b - a) * 100 <= std::max(a, b); };
-    if (steady(*before, *after) && *counted > std::max(*before, *after) + *init_pss / 2) pss_held = true;
+    if (steady(*before, *after) && counted->proportional > std::max(*before, *after) + *init_pss / 2) pss_held = true;
     if (steady(*rss_before, *rss_after) && *rss >= std::max(*rss_before, *rss_after) + *init_rss / 2) rss_held = true;
     last = "runtime pss " + std::to_string(*before) + ".." + std::to_string(*after) + ", init pss " +
-           std::to_string(*init_pss) + ", counted " + std::to_string(*counted) + "; runtime rss " +
+           std::to_string(*init_pss) + ", counted " + std::to_string(counted->proportional) + "; runtime rss " +
            std::to_string(*rss_before) + ".." + std::to_string(*rss_after) + ", init rss " + std::to_string(*init_rss) +
            ", counted " + std::to_string(*rss);
   }

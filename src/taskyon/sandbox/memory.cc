@@ -23,15 +23,29 @@ std::optional<std::uint64_t> resident_bytes(pid_t pid) {
   return resident * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
 }
 
-std::optional<std::uint64_t> proportional_bytes(pid_t pid) {
+std::optional<Footprint> footprint(pid_t pid) {
   std::ifstream rollup(fmt::format("/proc/{}/smaps_rollup", pid));
+  Footprint f;
+  bool pss = false;
   for (std::string line; std::getline(rollup, line);) {
-    if (!line.starts_with("Pss:")) continue;
-    std::istringstream fields(line.substr(4));
+    const bool is_pss = line.starts_with("Pss:");
+    if (!is_pss && !line.starts_with("Private_Clean:") && !line.starts_with("Private_Dirty:")) continue;
+    std::istringstream fields(line.substr(line.find(':') + 1));
     std::uint64_t kib = 0;
-    if (fields >> kib) return kib * 1024;
+    if (!(fields >> kib)) continue;
+    (is_pss ? f.proportional : f.unique) += kib * 1024;
+    pss = pss || is_pss;
   }
-  return resident_bytes(pid);
+  if (pss) return f;
+  const auto rss = resident_bytes(pid);
+  if (!rss) return std::nullopt;
+  return Footprint{*rss, *rss};
+}
+
+std::optional<std::uint64_t> proportional_bytes(pid_t pid) {
+  const auto f = footprint(pid);
+  if (!f) return std::nullopt;
+  return f->proportional;
 }
 
 namespace {

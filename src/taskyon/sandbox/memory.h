@@ -24,6 +24,20 @@ std::optional<std::uint64_t> resident_bytes(pid_t pid);
 // resident_bytes() when smaps_rollup is unreadable.
 std::optional<std::uint64_t> proportional_bytes(pid_t pid);
 
+// A process's memory as its pages' sharing divides it, bytes, from one read
+// of /proc/PID/smaps_rollup.
+struct Footprint {
+  std::uint64_t proportional = 0;  // PSS: the Pss line, as proportional_bytes()
+  // USS: Private_Clean + Private_Dirty, the pages no other process maps,
+  // which is what killing the process frees. Its share of the pages it
+  // shares moves to the processes still mapping them: when those are all in
+  // one set, the set's PSS sum falls by USS, not by PSS.
+  std::uint64_t unique = 0;
+};
+// nullopt when the process is gone; both fields resident_bytes() when
+// smaps_rollup is unreadable.
+std::optional<Footprint> footprint(pid_t pid);
+
 // After a fork (every sandbox's start is one) each private page of this
 // process is write-protected, and its next write takes a page fault: 18-23 us
 // each on the 2-CPU VM, over 100 of them on the MCP call after a spare

@@ -290,16 +290,19 @@ struct Pool::Impl {
   // least recently used idle retained sandboxes, never `keep`, until the live
   // sandboxes' memory plus `room` fits, each recorded as "memory_budget".
   // The RSS sum (cheap, never below PSS) is read first; PSS only when RSS
-  // says the budget may be exceeded. Measured without the lock; a sandbox
-  // that changed meanwhile is left alone. Returns the ones it killed.
+  // says the budget may be exceeded. A destroyed sandbox takes its USS off
+  // the sum, not its PSS: its share of the pages it shared with the others
+  // (Node's executable) moves to them (memory.h Footprint). Measured without
+  // the lock; a sandbox that changed meanwhile is left alone. Returns the
+  // ones it killed.
   std::vector<std::shared_ptr<Sandbox>> enforce_budget(const Slot* keep, std::uint64_t room) {
     if (config.memory_budget_bytes == 0) return {};
     struct Live {
       std::shared_ptr<Slot> slot;  // null: a disposable sandbox (in use, never evicted) or a spare
       std::shared_ptr<Sandbox> sandbox;
       std::uint64_t last_used = 0;
-      std::uint64_t bytes = 0;
-      bool spare = false;  // pre-started, not loaded: the first to go
+      std::uint64_t frees = 0;  // USS: what destroying it takes off the PSS sum
+      bool spare = false;       // pre-started, not loaded: the first to go
     };
     std::vector<Live> live;
     {
@@ -316,7 +319,11 @@ struct Pool::Impl {
     prune_readings(live.size());
     if (total + room <= budget) return {};
     total = 0;
-    for (Live& l : live) total += l.bytes = l.sandbox->proportional_bytes().value_or(0);
+    for (Live& l : live) {
+      const Footprint f = l.sandbox->footprint().value_or(Footprint{});
+      total += f.proportional;
+      l.frees = f.unique;
+    }
     if (total + room <= budget) return {};
     std::sort(live.begin(), live.end(), [](const Live& a, const Live& b) {
       return a.spare != b.spare ? a.spare : a.last_used < b.last_used;
@@ -332,14 +339,14 @@ struct Pool::Impl {
           spares.erase(it);
           record(*l.sandbox, "memory_budget");
           doomed.push_back(l.sandbox);
-          total -= std::min(total, l.bytes);
+          total -= std::min(total, l.frees);
           continue;
         }
         if (!l.slot || l.slot.get() == keep || l.slot->sandbox != l.sandbox || !l.slot->call_mu.try_lock()) continue;
         record(*l.sandbox, "memory_budget", l.slot->session);
         doomed.push_back(std::move(l.slot->sandbox));
         l.slot->call_mu.unlock();
-        total -= std::min(total, l.bytes);
+        total -= std::min(total, l.frees);
       }
     }
     for (const auto& sandbox : doomed) sandbox->kill("memory_budget");

@@ -242,10 +242,14 @@ std::optional<std::uint64_t> Sandbox::resident_bytes() const {
 
 bool Sandbox::wait_host_pages_unshared(int wait_ms) const { return child_->wait_init_exec(wait_ms); }
 
-std::optional<std::uint64_t> Sandbox::proportional_bytes() const {
-  auto runtime = sandbox::proportional_bytes(pid());
+std::optional<Footprint> Sandbox::footprint() const {
+  auto runtime = sandbox::footprint(pid());
   if (!runtime) return std::nullopt;
-  if (init_statm_) *runtime += sandbox::proportional_bytes(child_->pid()).value_or(0);
+  if (init_statm_) {
+    const Footprint init = sandbox::footprint(child_->pid()).value_or(Footprint{});
+    runtime->proportional += init.proportional;
+    runtime->unique += init.unique;
+  }
   return runtime;
 }
 

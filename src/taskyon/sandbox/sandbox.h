@@ -20,6 +20,7 @@
 
 #include "taskyon/base/error.h"
 #include "taskyon/hardening/contain.h"
+#include "taskyon/sandbox/memory.h"
 #include "taskyon/sandbox/pool.h"
 #include "taskyon/sandbox/process.h"
 #include "taskyon/sandbox/protocol.h"
@@ -144,12 +145,12 @@ class Sandbox {
   // its code, then kept: by then the init only waits for the runtime, and a
   // process that runs no code maps no new pages (reclaim can only lower it),
   // so the kept figure stays at or above the truth. Never below
-  // proportional_bytes(). Safe from any thread; nullopt when the runtime is gone.
+  // footprint()'s PSS. Safe from any thread; nullopt when the runtime is gone.
   std::optional<std::uint64_t> resident_bytes() const;
-  // The sandbox's PSS, bytes (memory.h proportional_bytes()): the runtime's
+  // The sandbox's PSS and USS, bytes (memory.h footprint()): the runtime's
   // plus its init's, so the memory budget counts every process a sandbox
   // keeps alive. Walks their mappings: for when resident_bytes() is over.
-  std::optional<std::uint64_t> proportional_bytes() const;
+  std::optional<Footprint> footprint() const;
   // Waits up to `wait_ms` until no process of this sandbox shares this host's
   // pages; true once none does, false on timeout. Its init (PID namespace)
   // shares them until it runs taskyon-init (Child::wait_init_exec(); an init
