@@ -5,12 +5,19 @@
 // here independently of the pool (the Pss line of /proc/PID/smaps_rollup).
 // And the host's own pages after a fork (memory.h restore_write_access()),
 // and the harness text every Node sandbox holds copies of.
+#include <signal.h>
+#include <spawn.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -196,6 +203,39 @@ TEST(PoolMemoryBudget, MeasuresAChildFromProc) {
   EXPECT_GE(*pss, 40 * kMiB);  // the touched buffer is private memory
   EXPECT_GE(*rss, *pss);       // RSS is the cheap upper bound
   EXPECT_FALSE(resident_bytes(0x3fffffff));
+}
+
+// smaps_rollup needs ptrace access to the process; statm does not. Read by
+// a thread that dropped root (setresuid on that thread alone), another
+// user's process's footprint() comes from statm: PSS its RSS, USS its
+// resident anonymous pages only, never the file pages it shares (counting
+// those as freed is the eviction error ADestroyedSandboxFreesItsUniquePagesOnly
+// shows). Here USS stays at or below what smaps_rollup says to root.
+TEST(ProcessFootprint, WithoutPtraceAccessOnlyAnonymousPagesCountAsFreed) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root, to read another user's process as a second user";
+  pid_t pid = 0;
+  char arg0[] = "sleep", arg1[] = "60";
+  char* argv[] = {arg0, arg1, nullptr};
+  ASSERT_EQ(::posix_spawnp(&pid, "sleep", nullptr, nullptr, argv, environ), 0);
+  ::usleep(200'000);  // past its dynamic loader: its pages settle
+  bool rollup_readable = true, dropped = false;
+  std::optional<Footprint> as_other;
+  std::thread([&] {
+    dropped = ::syscall(SYS_setresuid, 65534, 65534, 65534) == 0;  // this thread's credentials only
+    if (!dropped) return;
+    rollup_readable = std::ifstream("/proc/" + std::to_string(pid) + "/smaps_rollup").is_open();
+    as_other = footprint(pid);
+  }).join();
+  const auto as_root = footprint(pid);
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, nullptr, 0);
+  ASSERT_TRUE(dropped);
+  ASSERT_FALSE(rollup_readable);
+  ASSERT_TRUE(as_other && as_root);
+  EXPECT_GE(as_other->proportional, as_root->proportional);  // RSS bounds PSS
+  EXPECT_GT(as_other->unique, 0u);  // its stack and heap
+  EXPECT_LE(as_other->unique, as_root->unique) << "RSS " << as_other->proportional << ", PSS " << as_root->proportional;
+  EXPECT_LT(as_other->unique, as_other->proportional);  // libc's pages are not its to free
 }
 
 TEST(PoolMemoryBudget, TheConfigFileSetsTheBudgetAndRefusesNonsense) {

@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <fstream>
 #include <iterator>
@@ -16,11 +17,29 @@
 
 namespace taskyon::sandbox {
 
-std::optional<std::uint64_t> resident_bytes(pid_t pid) {
+namespace {
+
+// /proc/PID/statm's resident and shared fields (proc(5)), bytes. Unlike
+// smaps_rollup it needs no ptrace access to the process.
+struct Statm {
+  std::uint64_t resident = 0;
+  std::uint64_t shared = 0;  // resident pages backed by a file or shared memory
+};
+
+std::optional<Statm> read_statm(pid_t pid) {
   std::ifstream statm(fmt::format("/proc/{}/statm", pid));
-  std::uint64_t size = 0, resident = 0;
-  if (!(statm >> size >> resident)) return std::nullopt;
-  return resident * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+  std::uint64_t size = 0, resident = 0, shared = 0;
+  if (!(statm >> size >> resident >> shared)) return std::nullopt;
+  const auto page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+  return Statm{resident * page, shared * page};
+}
+
+}  // namespace
+
+std::optional<std::uint64_t> resident_bytes(pid_t pid) {
+  const auto statm = read_statm(pid);
+  if (!statm) return std::nullopt;
+  return statm->resident;
 }
 
 std::optional<Footprint> footprint(pid_t pid) {
@@ -37,9 +56,9 @@ std::optional<Footprint> footprint(pid_t pid) {
     pss = pss || is_pss;
   }
   if (pss) return f;
-  const auto rss = resident_bytes(pid);
-  if (!rss) return std::nullopt;
-  return Footprint{*rss, *rss};
+  const auto statm = read_statm(pid);
+  if (!statm) return std::nullopt;
+  return Footprint{statm->resident, statm->resident - std::min(statm->shared, statm->resident)};
 }
 
 std::optional<std::uint64_t> proportional_bytes(pid_t pid) {

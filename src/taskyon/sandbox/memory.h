@@ -34,8 +34,11 @@ struct Footprint {
   // one set, the set's PSS sum falls by USS, not by PSS.
   std::uint64_t unique = 0;
 };
-// nullopt when the process is gone; both fields resident_bytes() when
-// smaps_rollup is unreadable.
+// nullopt when the process is gone. When smaps_rollup cannot be read (it
+// needs ptrace access to the process; statm does not), from /proc/PID/statm:
+// PSS its RSS (an upper bound), USS its resident anonymous pages (RSS minus
+// statm's file-backed and shared ones): a page of the runtime's executable
+// is never counted as freed.
 std::optional<Footprint> footprint(pid_t pid);
 
 // After a fork (every sandbox's start is one) each private page of this
