@@ -1,9 +1,11 @@
 // make bench: what the store costs per call, and whether a chain of calls
 // grows linearly (issue 19: an extra call inside one process <= 0.1 ms;
 // `tycli run` of 1000 chained calls linear).
-//   Store/run_call           invoke::run_call of a trusted-native tool
+//   Store/run_call/0         invoke::run_call of a trusted-native tool
 //                            (taskyon.sha256: no sandbox, so what is left is
 //                            resolve, compile, verify, store, audit)
+//   Store/run_call/1         the same with SQLite's own checkpoint on the
+//                            calling thread (the baseline; see RunCall)
 //   Store/chain              invoke::run_conversation of 1000 and of 10000
 //                            chained calls (each the child of the previous
 //                            result), each on a fresh store, alternated in one
@@ -17,12 +19,14 @@
 //                            cheaper per call for it
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "taskyon/invoke/conversation.h"
@@ -60,12 +64,30 @@ struct TempStore {
   }
 };
 
+// Process CPU time (every thread: the checkpointer's too), microseconds.
+double process_cpu_us() {
+  rusage u{};
+  ::getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1e6 +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+}
+
+// Arg 0: the store as it is (checkpoints on its own thread). Arg 1: the
+// baseline, SQLite's own checkpoint at the same kCheckpointPages, run by the
+// commit that reaches it (PRAGMA wal_autocheckpoint on the calling thread's
+// connection, which replaces the store's hook): how the store checkpointed
+// before. Counters: worst_us, the slowest call; process_cpu_us, CPU time of
+// the whole process per call.
 void RunCall(benchmark::State& state) {
   TempStore t;
+  if (state.range(0) == 1) (void)t.st->database().exec(fmt::format("PRAGMA wal_autocheckpoint = {}", store::kCheckpointPages));
   sandbox::Pool pool;
   invoke::Options options;
   std::size_t i = 0;
+  double worst_us = 0;
+  const double cpu0 = process_cpu_us();
   for (auto _ : state) {
+    const auto t0 = std::chrono::steady_clock::now();
     auto compiled = tasks::compile(tasks::function_call("hash", {{"text", fmt::format("call {}", i++)}}),
                                    {{}, t.st->resolver()});
     if (!compiled) {
@@ -77,10 +99,13 @@ void RunCall(benchmark::State& state) {
       state.SkipWithError(inv ? inv->outcome.error.c_str() : inv.error().describe().c_str());
       break;
     }
+    worst_us = std::max(worst_us, std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
   }
+  state.counters["worst_us"] = worst_us;
+  state.counters["process_cpu_us"] = (process_cpu_us() - cpu0) / static_cast<double>(std::max<std::int64_t>(1, state.iterations()));
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations()));
 }
-BENCHMARK(RunCall)->Name("Store/run_call")->Unit(benchmark::kMicrosecond);
+BENCHMARK(RunCall)->Name("Store/run_call")->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
 
 // The conversation of `n` chained calls to `hash`.
 std::vector<tasks::ConversationEntry> chain_entries(std::size_t n) {

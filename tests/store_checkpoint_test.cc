@@ -1,16 +1,21 @@
-// When the store checkpoints its write-ahead log (store.h, kCheckpointPages),
-// on a real SQLite file: not at SQLite's default of 1000 pages, on any of a
-// Store's connections; at kCheckpointPages, by the commit that reaches it;
-// and the log then restarts from its beginning, so its file stays bounded.
+// When and where the store checkpoints its write-ahead log (store.h,
+// kCheckpointPages; checkpointer.h), on a real SQLite file: not at SQLite's
+// default of 1000 pages, on any of a Store's connections; at kCheckpointPages,
+// by a thread of the Store, the committing call writing only its own frames;
+// and under commits that never pause, the log still restarts from its
+// beginning before kWalLimitPages, so its file stays bounded.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <thread>
 
 #include <fmt/format.h>
 
+#include "taskyon/store/checkpointer.h"
 #include "taskyon/store/store.h"
 #include "taskyon/tasks/task.h"
 #include "test_util.h"
@@ -19,6 +24,7 @@ namespace taskyon::store {
 namespace {
 
 namespace fs = std::filesystem;
+using namespace std::chrono_literals;
 
 constexpr std::uintmax_t kFrameBytes = 4096 + 24;  // a page and its frame header in the log
 
@@ -37,7 +43,44 @@ std::uintmax_t size_of(const fs::path& file) {
   return ec ? 0 : n;
 }
 
-TEST(StoreCheckpoint, ACommitCheckpointsAtKCheckpointPagesNotBefore) {
+// Bytes the calling thread has passed to write(2) and pwrite(2) so far
+// (/proc/thread-self/io, "wchar"): what a commit on this thread wrote.
+std::uint64_t written_by_this_thread() {
+  std::ifstream io("/proc/thread-self/io");
+  std::string key;
+  std::uint64_t value = 0;
+  while (io >> key >> value)
+    if (key == "wchar:") return value;
+  return 0;
+}
+
+// Salt-1 of the log's header (https://sqlite.org/fileformat.html, 4.1): it
+// changes each time the log restarts from its beginning.
+std::uint32_t wal_salt(const fs::path& wal) {
+  std::ifstream f(wal, std::ios::binary);
+  unsigned char h[20] = {};
+  f.read(reinterpret_cast<char*>(h), sizeof h);
+  return static_cast<std::uint32_t>(h[16]) << 24 | h[17] << 16 | h[18] << 8 | h[19];
+}
+
+// Commits messages until `done` says so; the most any one commit wrote on
+// this thread, in bytes.
+template <typename Done>
+std::uint64_t commit_until(Store& st, int& written, Done done) {
+  std::uint64_t most = 0;
+  while (!done() && written < 60000) {
+    const auto before = written_by_this_thread();
+    if (!put_message(st, written++)) {
+      ADD_FAILURE() << "commit " << written - 1 << " failed";
+      break;
+    }
+    most = std::max(most, written_by_this_thread() - before);
+  }
+  return most;
+}
+
+TEST(StoreCheckpoint, TheCommitThatReachesKCheckpointPagesLeavesTheCopyToTheStoresThread) {
+  ASSERT_TRUE(fs::exists("/proc/thread-self/io")) << "needs per-thread I/O accounting";
   testing::TempDir dir;
   const auto db = dir / "taskyon.db";
   const fs::path wal = db.string() + "-wal";
@@ -47,23 +90,53 @@ TEST(StoreCheckpoint, ACommitCheckpointsAtKCheckpointPagesNotBefore) {
   int written = 0;
   // Past SQLite's default, from a second thread (a connection Store::database
   // opens later): nothing is copied into the database file yet.
-  std::thread([&] {
-    while (size_of(wal) < 2000 * kFrameBytes && written < 20000) ASSERT_TRUE(put_message(*st, written++));
-  }).join();
+  std::thread([&] { commit_until(*st, written, [&] { return size_of(wal) >= 2000 * kFrameBytes; }); }).join();
   EXPECT_EQ(size_of(db), file_before);
-  // The commit that reaches kCheckpointPages copies the log (this thread's connection, open()'s own).
-  while (size_of(db) == file_before && written < 20000) ASSERT_TRUE(put_message(*st, written++));
-  const auto reached = size_of(wal);
-  EXPECT_GE(reached, static_cast<std::uintmax_t>(kCheckpointPages) * kFrameBytes);
-  EXPECT_LT(reached, static_cast<std::uintmax_t>(kCheckpointPages + 16) * kFrameBytes);
+  // Up to and past kCheckpointPages on open()'s own connection: no commit
+  // writes more than its own frames (a copy of the log is megabytes).
+  const auto most = commit_until(*st, written, [&] {
+    return size_of(wal) >= static_cast<std::uintmax_t>(kCheckpointPages + 16) * kFrameBytes;
+  });
+  EXPECT_LT(most, 64 * kFrameBytes) << "a commit wrote " << most << " bytes itself";
+  // The store's thread copies the log meanwhile.
+  for (int i = 0; i < 600 && size_of(db) < file_before + 1024 * 1024; ++i) std::this_thread::sleep_for(50ms);
   EXPECT_GT(size_of(db), file_before + 1024 * 1024);
-  // The log restarts from its beginning: as much again leaves its file as it was.
-  for (int i = 0, n = written; i < n; ++i) ASSERT_TRUE(put_message(*st, written++));
-  EXPECT_LE(size_of(wal), reached);
   // Every commit is there, for a connection opened after.
   auto other = Store::open(db.string());
   ASSERT_TRUE(other);
   auto stmt = other->database().prepare("SELECT count(*) FROM tasks");
+  ASSERT_TRUE(stmt && *stmt->step());
+  EXPECT_EQ(stmt->integer(0), written);
+}
+
+TEST(StoreCheckpoint, UnderCommitsThatNeverPauseTheLogRestartsBeforeItsLimit) {
+  ASSERT_TRUE(fs::exists("/proc/thread-self/io")) << "needs per-thread I/O accounting";
+  testing::TempDir dir;
+  const auto db = dir / "taskyon.db";
+  const fs::path wal = db.string() + "-wal";
+  auto st = Store::open(db.string());
+  ASSERT_TRUE(st) << st.error().describe();
+  int written = 0;
+  commit_until(*st, written, [&] { return size_of(wal) > 0; });
+  // 6000 commits of at least three frames each (the message's two overflow
+  // pages and a leaf), more than four times kCheckpointPages, with no pause
+  // between them: the store's thread is always behind the log's end, so a
+  // committing thread copies what it has left (at most kCatchUpPages) and the
+  // next commit restarts the log; else the log would grow to kWalLimitPages.
+  std::uint32_t salt = wal_salt(wal);
+  int restarts = 0;
+  std::uint64_t most = 0;
+  for (const int end = written + 6000; written < end;) {
+    most = std::max(most, commit_until(*st, written, [&, n = written] { return written > n; }));
+    if (const auto now = wal_salt(wal); now != salt) {
+      salt = now;
+      ++restarts;
+    }
+  }
+  EXPECT_GE(restarts, 2);
+  EXPECT_LT(size_of(wal), static_cast<std::uintmax_t>(kWalLimitPages) * kFrameBytes);
+  EXPECT_LT(most, (kCatchUpPages + 64) * kFrameBytes) << "a commit wrote " << most << " bytes itself";
+  auto stmt = st->database().prepare("SELECT count(*) FROM tasks");
   ASSERT_TRUE(stmt && *stmt->step());
   EXPECT_EQ(stmt->integer(0), written);
 }

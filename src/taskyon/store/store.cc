@@ -20,6 +20,7 @@
 
 #include "taskyon/json/json.h"
 #include "taskyon/native/native.h"
+#include "taskyon/store/checkpointer.h"
 #include "taskyon/store/clock.h"
 #include "taskyon/store/modules.h"
 #include "taskyon/store/schema.h"
@@ -81,10 +82,9 @@ Result<RevisionRecord> verify_revision(RevisionRecord r) {
 
 // Per connection. WAL is a property of the file (set once, by open()).
 // synchronous=NORMAL: see docs/tasks.md "Durability" for what it risks.
-// wal_autocheckpoint: kCheckpointPages (store.h).
+// Checkpoints: Checkpointer::watch (checkpointer.h), once the Store has the connection.
 Result<void> set_pragmas(sql::Database& db, bool first) {
-  const std::string pragmas[] = {"PRAGMA journal_mode = WAL", "PRAGMA foreign_keys = ON", "PRAGMA synchronous = NORMAL",
-                                 fmt::format("PRAGMA wal_autocheckpoint = {}", kCheckpointPages)};
+  const std::string pragmas[] = {"PRAGMA journal_mode = WAL", "PRAGMA foreign_keys = ON", "PRAGMA synchronous = NORMAL"};
   for (const auto& pragma : pragmas) {
     if (!first && pragma.find("journal_mode") != std::string::npos) continue;
     auto stmt = db.prepare(pragma);
@@ -138,6 +138,8 @@ Result<RevisionRecord> load_revision(sql::Statement& stmt) {
 
 struct Store::Connections {
   static constexpr std::size_t kMaxParked = 4;
+  // Declared first, so it goes last: every connection it watches closes before it.
+  std::unique_ptr<Checkpointer> checkpointer;  // read-write stores only
   std::string path;
   sql::Access access = sql::Access::read_write;
   int busy_ms = sql::kBusyRetryMs;
@@ -189,6 +191,10 @@ void Store::park() { conns_->park(std::this_thread::get_id()); }
 Store::Store(sql::Database db, sql::Access access) : conns_(std::make_shared<Connections>()) {
   conns_->path = db.path();
   conns_->access = access;
+  if (access == sql::Access::read_write) {
+    conns_->checkpointer = std::make_unique<Checkpointer>(conns_->path, kCheckpointPages, kWalLimitPages);
+    conns_->checkpointer->watch(db);
+  }
   conns_->by_thread.emplace(std::this_thread::get_id(), std::make_unique<sql::Database>(std::move(db)));
 }
 Store::Store(Store&&) noexcept = default;
@@ -210,6 +216,7 @@ sql::Database& Store::database() {
     auto db = sql::Database::open(c.path, c.access);
     if (db && c.access == sql::Access::read_write) {
       if (auto r = set_pragmas(*db, false); !r) db = std::unexpected(r.error());
+      if (db && c.checkpointer) c.checkpointer->watch(*db);
     }
     conn = std::make_unique<sql::Database>(db ? std::move(*db) : sql::Database::broken(db.error()));
     if (c.busy_ms != sql::kBusyRetryMs) conn->set_busy_limit(c.busy_ms);

@@ -23,7 +23,8 @@
 // … ms", never a bare SQLITE_BUSY.
 // Durability: WAL with synchronous=NORMAL (docs/tasks.md, "Durability").
 // Checkpoints: the commit that brings the write-ahead log to kCheckpointPages
-// copies it into the database file and syncs both (below).
+// wakes a thread that copies it into the database file and syncs both; no
+// call waits for it (below, checkpointer.h).
 // Verified rows are remembered per process (revisions and tasks, keyed by
 // their content address together with the stored bytes): a row is hashed and
 // parsed on its first read, and a later read of the same bytes reuses that
@@ -46,14 +47,18 @@
 
 namespace taskyon::store {
 
-// Pages (4 KiB) in the write-ahead log at which a commit checkpoints it
-// (PRAGMA wal_autocheckpoint; SQLite's default is 1000). At 4000, a log of
-// up to 16 MiB, a page that many calls change (an index leaf, the tasks
-// table's last page) is copied once for four times as many calls, and the
-// checkpoint's two fdatasync calls come a quarter as often: against 1000,
-// an extra call takes 0.91–0.92× the time (0.94–0.99× the CPU), a call of a
-// chain of 10 000 0.84–0.94× (bench/bench_store.cc; docs/tasks.md, "Durability").
+// Pages (4 KiB) in the write-ahead log at which a commit has it checkpointed
+// (copied into the database file, both synced) by a thread of the Store, not
+// by the committing call (checkpointer.h; SQLite's default is 1000, inline).
+// At 4000, a log of up to 16 MiB, a page that many calls change (an index
+// leaf, the tasks table's last page) is copied once for four times as many
+// calls, and the checkpoint's two fdatasync calls come a quarter as often
+// (bench/bench_store.cc; docs/tasks.md, "Durability").
 inline constexpr int kCheckpointPages = 4000;
+// Pages in the log at which a commit checkpoints it itself, whatever the
+// thread did (it is failing, or calls commit faster than it copies): the bound
+// on the log's file (kWalLimitPages × 4 KiB).
+inline constexpr int kWalLimitPages = 4 * kCheckpointPages;
 
 // An explicit decision to give a revision host authority (R6).
 struct Trust {
