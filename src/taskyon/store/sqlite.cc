@@ -341,4 +341,12 @@ Transaction::~Transaction() {
   if (open_) (void)db_->exec("ROLLBACK");
 }
 
+ReadTransaction::ReadTransaction(Database& db) {
+  if (db.raw() != nullptr && sqlite3_get_autocommit(db.raw()) != 0 && db.exec("BEGIN")) db_ = &db;
+}
+ReadTransaction::~ReadTransaction() {
+  if (db_ == nullptr) return;
+  if (!db_->exec("COMMIT")) (void)db_->exec("ROLLBACK");
+}
+
 }  // namespace taskyon::store::sql

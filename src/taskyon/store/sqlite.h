@@ -124,4 +124,21 @@ class Transaction {
   bool open_ = true;
 };
 
+// Several reads from one snapshot under one read lock: BEGIN (deferred) …
+// COMMIT. Outside a transaction each statement takes and drops its own (in
+// WAL mode, a lock of the -shm file: two fcntl calls and a look at the WAL
+// index). Does nothing on a connection already in a transaction, or if BEGIN
+// fails (the statements then read as before, each on its own). Nothing may
+// write inside it: a write would turn it into a write transaction.
+class ReadTransaction {
+ public:
+  explicit ReadTransaction(Database& db);
+  ~ReadTransaction();  // ends it (COMMIT: a read-only transaction writes nothing)
+  ReadTransaction(const ReadTransaction&) = delete;
+  ReadTransaction& operator=(const ReadTransaction&) = delete;
+
+ private:
+  Database* db_ = nullptr;  // null when nothing was begun
+};
+
 }  // namespace taskyon::store::sql

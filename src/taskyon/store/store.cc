@@ -494,6 +494,8 @@ Result<std::vector<ToolSummary>> Store::tools() {
 
 tasks::ToolResolver Store::resolver() {
   return [this](std::string_view ref) -> Result<tasks::ResolvedTool> {
+    // The revision and its settings from one snapshot, under one read lock.
+    sql::ReadTransaction reads(database());
     auto rev = resolve(ref);
     if (!rev) return std::unexpected(rev.error());
     auto settings = settings_revision_for(*this, rev->name);

@@ -1,0 +1,81 @@
+// sql::ReadTransaction (store/sqlite.h), on a real SQLite file in WAL mode:
+// its reads see one snapshot, whatever another connection commits meanwhile;
+// inside a transaction already open it leaves that transaction as it was; and
+// the store's resolver, which reads through one, leaves no transaction open.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "taskyon/registry/manifest.h"
+#include "taskyon/store/sqlite.h"
+#include "taskyon/store/store.h"
+#include "test_util.h"
+
+namespace taskyon::store::sql {
+namespace {
+
+std::int64_t count_rows(Database& db) {
+  auto stmt = db.prepare("SELECT count(*) FROM t");
+  if (!stmt) return -1;
+  auto row = stmt->step();
+  return row && *row ? stmt->integer(0) : -1;
+}
+
+struct TwoConnections {
+  testing::TempDir dir;
+  std::string path = (dir / "t.db").string();
+  Database a = *Database::open(path);
+  Database b = *Database::open(path);
+  TwoConnections() {
+    EXPECT_TRUE(a.exec("PRAGMA journal_mode = WAL; CREATE TABLE t(x); INSERT INTO t VALUES (1)"));
+  }
+};
+
+TEST(ReadTransaction, ItsReadsSeeOneSnapshot) {
+  TwoConnections c;
+  {
+    ReadTransaction reads(c.a);
+    EXPECT_EQ(count_rows(c.a), 1);
+    ASSERT_TRUE(c.b.exec("INSERT INTO t VALUES (2)"));
+    EXPECT_EQ(count_rows(c.a), 1) << "a read inside it saw another connection's later commit";
+  }
+  EXPECT_EQ(count_rows(c.a), 2);
+  // It ended: the connection writes again, as before.
+  EXPECT_TRUE(c.a.exec("INSERT INTO t VALUES (3)"));
+  EXPECT_EQ(count_rows(c.b), 3);
+}
+
+TEST(ReadTransaction, InsideAnOpenTransactionItLeavesThatTransactionOpen) {
+  TwoConnections c;
+  auto tx = Transaction::begin(c.a);
+  ASSERT_TRUE(tx);
+  ASSERT_TRUE(c.a.exec("INSERT INTO t VALUES (2)"));
+  {
+    ReadTransaction reads(c.a);
+    EXPECT_EQ(count_rows(c.a), 2);
+  }
+  EXPECT_EQ(count_rows(c.b), 1) << "the outer transaction was committed early";
+  EXPECT_TRUE(tx->commit());
+  EXPECT_EQ(count_rows(c.b), 2);
+}
+
+TEST(ReadTransaction, TheResolverLeavesNoTransactionOpen) {
+  testing::TempDir dir;
+  auto st = Store::open((dir / "taskyon.db").string());
+  ASSERT_TRUE(st) << st.error().describe();
+  auto m = registry::parse_manifest({{"name", "hash"},
+                                     {"description", "sha256"},
+                                     {"parameters", {{"type", "object"}}},
+                                     {"execution", "trusted-native"},
+                                     {"native", "taskyon.sha256"}});
+  ASSERT_TRUE(m);
+  ASSERT_TRUE(st->install(*m, Activate::if_unbound, Trust{"test", "trusted-native taskyon.sha256"}));
+  auto resolve = st->resolver();
+  ASSERT_TRUE(resolve("hash"));
+  EXPECT_FALSE(resolve("nothing-by-this-name"));
+  // BEGIN fails inside a transaction: the resolver's reads ended theirs.
+  EXPECT_TRUE(st->database().exec("BEGIN; COMMIT"));
+}
+
+}  // namespace
+}  // namespace taskyon::store::sql
