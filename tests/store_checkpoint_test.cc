@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -79,13 +80,22 @@ std::uint64_t commit_until(Store& st, int& written, Done done) {
   return most;
 }
 
-TEST(StoreCheckpoint, TheCommitThatReachesKCheckpointPagesLeavesTheCopyToTheStoresThread) {
-  ASSERT_TRUE(fs::exists("/proc/thread-self/io")) << "needs per-thread I/O accounting";
+// A new store, and where its database file and its log are.
+class StoreCheckpoint : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(fs::exists("/proc/thread-self/io")) << "needs per-thread I/O accounting";
+    auto opened = Store::open(db.string());
+    ASSERT_TRUE(opened) << opened.error().describe();
+    st.emplace(std::move(*opened));
+  }
   testing::TempDir dir;
-  const auto db = dir / "taskyon.db";
+  const fs::path db = dir / "taskyon.db";
   const fs::path wal = db.string() + "-wal";
-  auto st = Store::open(db.string());
-  ASSERT_TRUE(st) << st.error().describe();
+  std::optional<Store> st;
+};
+
+TEST_F(StoreCheckpoint, TheCommitThatReachesKCheckpointPagesLeavesTheCopyToTheStoresThread) {
   const auto file_before = size_of(db);
   int written = 0;
   // Past SQLite's default, from a second thread (a connection Store::database
@@ -109,13 +119,7 @@ TEST(StoreCheckpoint, TheCommitThatReachesKCheckpointPagesLeavesTheCopyToTheStor
   EXPECT_EQ(stmt->integer(0), written);
 }
 
-TEST(StoreCheckpoint, UnderCommitsThatNeverPauseTheLogRestartsBeforeItsLimit) {
-  ASSERT_TRUE(fs::exists("/proc/thread-self/io")) << "needs per-thread I/O accounting";
-  testing::TempDir dir;
-  const auto db = dir / "taskyon.db";
-  const fs::path wal = db.string() + "-wal";
-  auto st = Store::open(db.string());
-  ASSERT_TRUE(st) << st.error().describe();
+TEST_F(StoreCheckpoint, UnderCommitsThatNeverPauseTheLogRestartsBeforeItsLimit) {
   int written = 0;
   commit_until(*st, written, [&] { return size_of(wal) > 0; });
   // 6000 commits of at least three frames each (the message's two overflow
