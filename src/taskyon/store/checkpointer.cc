@@ -31,12 +31,20 @@ int Checkpointer::on_commit(void* self_ptr, sqlite3* db, const char* schema, int
   if (pages < self.wake_at_) {
     // The log restarted since the last round: what that round copied is no more.
     if (self.copied_.load(std::memory_order_relaxed) != 0) self.copied_.store(0, std::memory_order_relaxed);
+    if (self.left_.load(std::memory_order_relaxed) != 0) self.left_.store(0, std::memory_order_relaxed);
     return SQLITE_OK;
   }
-  const int copied = self.copied_.load(std::memory_order_relaxed);
-  const bool nearly_copied = copied > 0 && copied <= pages && pages - copied <= kCatchUpPages;
-  if (nearly_copied || pages >= self.limit_) {
-    self.copied_.store(0, std::memory_order_relaxed);
+  bool finish = pages >= self.limit_;
+  // The first commit after a round that copied all it found decides, once.
+  if (const int copied = self.copied_.exchange(0, std::memory_order_relaxed); copied > 0 && copied <= pages) {
+    const int left = pages - copied;
+    const int left_before = self.left_.exchange(left, std::memory_order_relaxed);
+    // Little is left, or the round did not leave less than the one before it
+    // (the thread copies no faster than calls commit): the rest is copied here.
+    finish = finish || left <= kCatchUpPages || (left_before > 0 && left >= left_before);
+  }
+  if (finish) {
+    self.left_.store(0, std::memory_order_relaxed);
     // SQLITE_BUSY (the thread is in a round) or an I/O error leaves the log as
     // it is; a later commit comes back here.
     (void)sqlite3_wal_checkpoint_v2(db, schema, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);

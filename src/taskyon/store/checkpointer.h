@@ -11,11 +11,13 @@
 //
 // A log restarts from its beginning only at a write that finds every frame
 // copied (wal.c, walRestartLog). While calls keep committing, the thread is
-// always a little behind, so a committing thread finishes the checkpoint
-// itself once the thread has copied all but at most kCatchUpPages of the log
-// (a few pages and two short fdatasync calls); and whenever the log reaches
-// kWalLimitPages whatever the thread did (it is failing or too slow), so the
-// log's file stays bounded.
+// always behind: each round copies what the calls committed during the round
+// before. So the first commit after a round finishes the checkpoint itself
+// when at most kCatchUpPages are left (a few pages and two short fdatasync
+// calls), or when the round left no fewer than the one before it (the disk is
+// no faster than the calls); and any commit does when the log reaches
+// kWalLimitPages, whatever the thread did (it is failing), so the log's file
+// stays bounded.
 //
 // Durability is SQLite's with synchronous=NORMAL either way: the log is synced
 // at each checkpoint, before its pages are copied.
@@ -61,6 +63,9 @@ class Checkpointer {
   // The log's length in frames when the thread's last round copied all of it;
   // 0 after a round that did not, and once a commit acted on it.
   std::atomic<int> copied_{0};
+  // Frames the last such round left behind, as the commit after it saw them
+  // (0: none yet since the log restarted).
+  std::atomic<int> left_{0};
   std::mutex m_;
   std::condition_variable cv_;
   bool wanted_ = false;  // a round was asked for since the last began
