@@ -1,6 +1,7 @@
 // sql::ReadTransaction (store/sqlite.h), on a real SQLite file in WAL mode:
 // its reads see one snapshot, whatever another connection commits meanwhile;
-// inside a transaction already open it leaves that transaction as it was; and
+// inside a transaction already open it leaves that transaction as it was; a
+// statement still reading on the connection goes on where it was; and
 // the store's resolver, which reads through one, leaves no transaction open.
 #include <gtest/gtest.h>
 
@@ -57,6 +58,22 @@ TEST(ReadTransaction, InsideAnOpenTransactionItLeavesThatTransactionOpen) {
   EXPECT_EQ(count_rows(c.b), 1) << "the outer transaction was committed early";
   EXPECT_TRUE(tx->commit());
   EXPECT_EQ(count_rows(c.b), 2);
+}
+
+TEST(ReadTransaction, AStatementStillReadingGoesOn) {
+  TwoConnections c;
+  ASSERT_TRUE(c.a.exec("INSERT INTO t VALUES (2)"));
+  auto rows = c.a.prepare("SELECT x FROM t ORDER BY x");
+  ASSERT_TRUE(rows);
+  ASSERT_TRUE(*rows->step());
+  EXPECT_EQ(rows->integer(0), 1);
+  {
+    ReadTransaction reads(c.a);
+    EXPECT_EQ(count_rows(c.a), 2);
+  }
+  auto next = rows->step();
+  ASSERT_TRUE(next && *next);
+  EXPECT_EQ(rows->integer(0), 2) << "the statement was reset and started again";
 }
 
 TEST(ReadTransaction, TheResolverLeavesNoTransactionOpen) {

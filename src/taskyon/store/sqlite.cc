@@ -342,7 +342,13 @@ Transaction::~Transaction() {
 }
 
 ReadTransaction::ReadTransaction(Database& db) {
-  if (db.raw() != nullptr && sqlite3_get_autocommit(db.raw()) != 0 && db.exec("BEGIN")) db_ = &db;
+  sqlite3* raw = db.raw();
+  if (raw == nullptr || sqlite3_get_autocommit(raw) == 0) return;
+  // A statement still reading holds the connection's snapshot already, and
+  // BEGIN through exec() would reset it.
+  for (sqlite3_stmt* s = sqlite3_next_stmt(raw, nullptr); s; s = sqlite3_next_stmt(raw, s))
+    if (sqlite3_stmt_busy(s)) return;
+  if (db.exec("BEGIN")) db_ = &db;
 }
 ReadTransaction::~ReadTransaction() {
   if (db_ == nullptr) return;

@@ -127,9 +127,10 @@ class Transaction {
 // Several reads from one snapshot under one read lock: BEGIN (deferred) …
 // COMMIT. Outside a transaction each statement takes and drops its own (in
 // WAL mode, a lock of the -shm file: two fcntl calls and a look at the WAL
-// index). Does nothing on a connection already in a transaction, or if BEGIN
-// fails (the statements then read as before, each on its own). Nothing may
-// write inside it: a write would turn it into a write transaction.
+// index). Does nothing on a connection already in a transaction or with a
+// statement still reading (its snapshot is already held, and stays so), or if
+// BEGIN fails (the statements then read as before, each on its own). Nothing
+// may write inside it: a write would turn it into a write transaction.
 class ReadTransaction {
  public:
   explicit ReadTransaction(Database& db);

@@ -57,7 +57,8 @@ namespace taskyon::store {
 inline constexpr int kCheckpointPages = 4000;
 // Pages in the log at which a commit checkpoints it itself, whatever the
 // thread did (it is failing, or calls commit faster than it copies): the bound
-// on the log's file (kWalLimitPages × 4 KiB).
+// on the log's file (kWalLimitPages × 4 KiB), passed only by what is committed
+// while a round of the thread holds SQLite's checkpoint lock.
 inline constexpr int kWalLimitPages = 4 * kCheckpointPages;
 
 // An explicit decision to give a revision host authority (R6).
