@@ -80,7 +80,8 @@ double process_cpu_us() {
 // the whole process per call.
 void RunCall(benchmark::State& state) {
   TempStore t;
-  if (state.range(0) == 1) (void)t.st->database().exec(fmt::format("PRAGMA wal_autocheckpoint = {}", store::kCheckpointPages));
+  if (state.range(0) == 1)
+    (void)t.st->database().exec(fmt::format("PRAGMA wal_autocheckpoint = {}", store::kCheckpointPages));
   sandbox::Pool pool;
   invoke::Options options;
   std::size_t i = 0;
@@ -99,10 +100,12 @@ void RunCall(benchmark::State& state) {
       state.SkipWithError(inv ? inv->outcome.error.c_str() : inv.error().describe().c_str());
       break;
     }
-    worst_us = std::max(worst_us, std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+    const auto took = std::chrono::steady_clock::now() - t0;
+    worst_us = std::max(worst_us, std::chrono::duration<double, std::micro>(took).count());
   }
   state.counters["worst_us"] = worst_us;
-  state.counters["process_cpu_us"] = (process_cpu_us() - cpu0) / static_cast<double>(std::max<std::int64_t>(1, state.iterations()));
+  const auto calls = static_cast<double>(std::max<std::int64_t>(1, state.iterations()));
+  state.counters["process_cpu_us"] = (process_cpu_us() - cpu0) / calls;
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations()));
 }
 BENCHMARK(RunCall)->Name("Store/run_call")->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
