@@ -84,7 +84,10 @@ Result<RevisionRecord> verify_revision(RevisionRecord r) {
 // synchronous=NORMAL: see docs/tasks.md "Durability" for what it risks.
 // Checkpoints: Checkpointer::watch (checkpointer.h), once the Store has the connection.
 Result<void> set_pragmas(sql::Database& db, bool first) {
-  const std::string pragmas[] = {"PRAGMA journal_mode = WAL", "PRAGMA foreign_keys = ON", "PRAGMA synchronous = NORMAL"};
+  // wal_autocheckpoint covers what runs before Checkpointer::watch replaces it
+  // (Store::open's migration); watched connections checkpoint off the call path.
+  const std::string pragmas[] = {"PRAGMA journal_mode = WAL", "PRAGMA foreign_keys = ON", "PRAGMA synchronous = NORMAL",
+                                 "PRAGMA wal_autocheckpoint = " + std::to_string(kCheckpointPages)};
   for (const auto& pragma : pragmas) {
     if (!first && pragma.find("journal_mode") != std::string::npos) continue;
     auto stmt = db.prepare(pragma);
