@@ -4,8 +4,11 @@
 //   Store/run_call/0         invoke::run_call of a trusted-native tool
 //                            (taskyon.sha256: no sandbox, so what is left is
 //                            resolve, compile, verify, store, audit)
+//                            (the revision compile read is lent to the call)
 //   Store/run_call/1         the same with SQLite's own checkpoint on the
 //                            calling thread (the baseline; see RunCall)
+//   Store/run_call/2         as /0, the call reading its pinned revision again
+//                            (as before the lending; a stored call re-run)
 //   Store/chain              invoke::run_conversation of 1000 and of 10000
 //                            chained calls (each the child of the previous
 //                            result), each on a fresh store, alternated in one
@@ -76,7 +79,8 @@ double process_cpu_us() {
 // baseline, SQLite's own checkpoint at the same kCheckpointPages, run by the
 // commit that reaches it (PRAGMA wal_autocheckpoint on the calling thread's
 // connection, which replaces the store's hook): how the store checkpointed
-// before. Counters: worst_us, the slowest call; process_cpu_us, CPU time of
+// before. Arg 2: as 0, without lending the compiled revision to the call
+// (it reads the revision it is pinned to again). Counters: worst_us, the slowest call; process_cpu_us, CPU time of
 // the whole process per call.
 void RunCall(benchmark::State& state) {
   TempStore t;
@@ -95,7 +99,8 @@ void RunCall(benchmark::State& state) {
       state.SkipWithError(compiled.error().describe().c_str());
       break;
     }
-    auto inv = invoke::run_call(*t.st, pool, compiled->task, options);
+    auto inv = invoke::run_call(*t.st, pool, compiled->task, options,
+                                state.range(0) == 2 ? nullptr : &compiled->tool->tool);
     if (!inv || !inv->ok()) {
       state.SkipWithError(inv ? inv->outcome.error.c_str() : inv.error().describe().c_str());
       break;
@@ -108,7 +113,7 @@ void RunCall(benchmark::State& state) {
   state.counters["process_cpu_us"] = (process_cpu_us() - cpu0) / calls;
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations()));
 }
-BENCHMARK(RunCall)->Name("Store/run_call")->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
+BENCHMARK(RunCall)->Name("Store/run_call")->Arg(0)->Arg(1)->Arg(2)->Unit(benchmark::kMicrosecond);
 
 // The conversation of `n` chained calls to `hash`.
 std::vector<tasks::ConversationEntry> chain_entries(std::size_t n) {

@@ -79,6 +79,36 @@ TEST_F(CallTest, StoredCallRunsItsPinnedRevisionAfterReactivation) {  // T2
   EXPECT_EQ(again->tool.revision, *c->task.tool_revision);
 }
 
+// A call compiled just now runs the revision the compiler read and verified
+// (issue 19: not read again). Shown by editing the row behind the store's
+// back between compile and run: the lent tool runs what the pin names; a
+// call without it, or lent another revision, reads the row and finds it
+// tampered (R2).
+TEST_F(CallTest, ACallCompiledJustNowRunsTheRevisionTheCompilerVerified) {
+  const auto id = install("({input}) => input.toUpperCase()");
+  auto c = compile("shout", {{"input", "hi"}});
+  ASSERT_TRUE(c && c->tool);
+  ASSERT_TRUE(st->database().exec("DROP TRIGGER revisions_no_update"));
+  auto edit = st->database().prepare("UPDATE revisions SET definition = ?1 WHERE id = ?2");
+  ASSERT_TRUE(edit);
+  edit->bind(1, *json::canonicalize(testing::js_tool("shout", "() => 'evil'"))).bind(2, id);
+  ASSERT_TRUE(edit->run());
+
+  auto lent = invoke::run_call(*st, pool, c->task, {}, &c->tool->tool);
+  ASSERT_TRUE(lent) << lent.error().describe();
+  EXPECT_EQ(lent->outcome.value, "HI");
+  EXPECT_EQ(lent->tool.revision, id);
+
+  auto read = invoke::run_call(*st, pool, c->task, {});
+  ASSERT_FALSE(read);
+  EXPECT_EQ(read.error().code, Errc::integrity);
+  tasks::ResolvedTool other = c->tool->tool;
+  other.revision = "sha256:" + std::string(64, '0');
+  auto mismatched = invoke::run_call(*st, pool, c->task, {}, &other);
+  ASSERT_FALSE(mismatched);
+  EXPECT_EQ(mismatched.error().code, Errc::integrity);
+}
+
 TEST_F(CallTest, CallAndResultAreStoredAsCompletedPinnedTasks) {
   install("({input}) => input.length");
   auto c = compile("shout", {{"input", "four"}});

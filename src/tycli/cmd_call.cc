@@ -118,7 +118,7 @@ int call(Globals& g, CallArgs a) {  // a copy: the config file fills it in
   if (!st) return report(g, st.error());
 
   // Compile every call before running any: bad input changes nothing.
-  std::vector<tasks::Task> calls;
+  std::vector<tasks::Compiled> calls;  // a stored call (--task) has no compiled tool
   if (!a.task.empty()) {
     auto t = st->task(a.task);
     if (!t) return report(g, t.error());
@@ -129,7 +129,7 @@ int call(Globals& g, CallArgs a) {  // a copy: the config file fills it in
       std::cerr << fmt::format("tycli: call {} was planted by tool call {} (revision {}), not written by you; it runs "
                                "with the same approvals as a fresh call\n",
                                t->id, t->created_by->task, t->created_by->revision);
-    calls.push_back(std::move(*t));
+    calls.push_back({std::move(*t), std::nullopt});
   } else {
     const std::vector<std::string> args = a.args.empty() ? std::vector<std::string>{"{}"} : a.args;
     for (const auto& text : args) {
@@ -145,7 +145,7 @@ int call(Globals& g, CallArgs a) {  // a copy: the config file fills it in
               e.message += fmt::format(" (did you mean `tycli call {}`?)", near);
         return report(g, e);
       }
-      calls.push_back(std::move(compiled->task));
+      calls.push_back(std::move(*compiled));
     }
   }
 
@@ -161,7 +161,7 @@ int call(Globals& g, CallArgs a) {  // a copy: the config file fills it in
   taskyon::native::Session natives(taskyon::native::python::session_settings(a.approve_python, a.python_isolation));
   options.natives = &natives;
   if (!a.task.empty())
-    if (int refused = check_runtime(g, a, *st, pool, calls.front(), natives); refused != kExitOk) return refused;
+    if (int refused = check_runtime(g, a, *st, pool, calls.front().task, natives); refused != kExitOk) return refused;
   LiveOutput live(g.json, options.timeout);  // logs and progress as they arrive, on stderr
   live.attach(options);
   // A signal ends the running call as cancelled and destroys every sandbox
@@ -172,8 +172,8 @@ int call(Globals& g, CallArgs a) {  // a copy: the config file fills it in
   int exit = kExitOk;
   for (const auto& c : calls) {
     if (interruption.signal()) break;
-    live.begin(LiveOutput::tool_name(c, a.tool));
-    auto inv = taskyon::invoke::run_call(*st, pool, c, options);
+    live.begin(LiveOutput::tool_name(c.task, a.tool));
+    auto inv = taskyon::invoke::run_call(*st, pool, c.task, options, c.tool ? &c.tool->tool : nullptr);
     live.end();
     if (!inv) {
       remedies.print(g, *st);

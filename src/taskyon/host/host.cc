@@ -328,6 +328,7 @@ Result<CallResult> Host::call(const SessionId& session, const CallRequest& reque
   if (!conn) return std::unexpected(std::move(conn.error()));
   store::Store& st = **conn;
   std::optional<tasks::Task> given = request.task;
+  std::optional<tasks::ResolvedTool> resolved;  // what compile read, not read again
   if (!given) {
     auto compiled = tasks::compile(tasks::function_call(request.tool, request.arguments), {{}, st.resolver()});
     if (!compiled) {
@@ -335,6 +336,7 @@ Result<CallResult> Host::call(const SessionId& session, const CallRequest& reque
       return std::unexpected(std::move(compiled.error()));
     }
     given = std::move(compiled->task);
+    if (compiled->tool) resolved = std::move(compiled->tool->tool);
   }
   invoke::Options options{timeout, request.mode};
   options.capabilities = im.options.capabilities;
@@ -352,7 +354,7 @@ Result<CallResult> Host::call(const SessionId& session, const CallRequest& reque
       request.events.on_progress(p);
     };
   options.refill_later = true;  // the spare this call takes is replaced once it is stored
-  auto inv = invoke::run_call(st, *im.pool, *given, options);
+  auto inv = invoke::run_call(st, *im.pool, *given, options, resolved ? &*resolved : nullptr);
   im.give_back(std::move(*conn));
   im.pool->refill();
   im.flush();

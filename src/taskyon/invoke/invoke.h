@@ -73,17 +73,22 @@ struct Invocation {
 // to their server (external/mcp.h); an HTTPS JSON endpoint gets the arguments
 // POSTed through the mediated fetch (needs a write grant on its origin).
 // A tool that fails is not an Error: see Invocation::outcome.
-Result<Invocation> run_call(store::Store& store, sandbox::Pool& pool, const tasks::Task& call, const Options& options);
+// `resolved`, for a call this process compiled just now with this store's
+// resolver, is the revision the compiler read and verified
+// (tasks::Compiled::tool): the call uses it, when pinned to it, instead of
+// reading the revision again (issue 19).
+Result<Invocation> run_call(store::Store& store, sandbox::Pool& pool, const tasks::Task& call, const Options& options,
+                            const tasks::ResolvedTool* resolved = nullptr);
 // The same, for a caller that already holds the verified lineage of the
 // call's parent (root first, parent last; Store::lineage or its own record of
 // what it stored): it is lent to the call instead of loaded and verified
 // again, and given back unchanged — empty after an error. Used when it does
 // not end in the call's parent; then the lineage is loaded as above.
 // `definitions`, when the caller keeps them, are its toolDefinition positions
-// (tasks/scope.h).
+// (tasks/scope.h); `resolved` as above.
 Result<Invocation> run_call(store::Store& store, sandbox::Pool& pool, const tasks::Task& call, const Options& options,
-                            std::vector<tasks::Task>& parent_lineage,
-                            const tasks::Definitions* definitions = nullptr);
+                            std::vector<tasks::Task>& parent_lineage, const tasks::Definitions* definitions = nullptr,
+                            const tasks::ResolvedTool* resolved = nullptr);
 
 // Activates `revision_ref` under `name` (Store::activate) and then destroys,
 // at once, the pool's sandboxes of that name's other revisions (S3).

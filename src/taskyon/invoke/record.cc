@@ -41,17 +41,19 @@ tasks::State state_after(sandbox::Status status) {
 
 Result<tasks::ResolvedTool> pinned_tool(store::Store& store, const tasks::Task& call,
                                         std::vector<tasks::Task>& lineage, bool have_lineage,
-                                        const tasks::Definitions* definitions) {
+                                        const tasks::Definitions* definitions,
+                                        const tasks::ResolvedTool* resolved) {
   if (call.parent_id && !have_lineage) {
     auto found = store.lineage(*call.parent_id);
     if (!found) return std::unexpected(found.error());
     lineage = std::move(*found);
   }
   const auto& pin = *call.tool_revision;
+  const auto settings = call.settings_revision.value_or(registry::empty_settings_revision());
+  if (resolved && resolved->revision == pin) return tasks::ResolvedTool{pin, settings, resolved->manifest};
   auto registered = store.revision(pin);
   if (registered)
-    return tasks::ResolvedTool{registered->id, call.settings_revision.value_or(registry::empty_settings_revision()),
-                               std::move(registered->manifest)};
+    return tasks::ResolvedTool{registered->id, settings, std::move(registered->manifest)};
   if (registered.error().code != Errc::not_found || !call.parent_id) return std::unexpected(registered.error());
   return tasks::pinned_in_lineage(pin, lineage, store.resolver(), have_lineage ? definitions : nullptr);
 }

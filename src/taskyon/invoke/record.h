@@ -23,11 +23,14 @@ tasks::State state_after(sandbox::Status status);
 // The revision `call` is pinned to: the registry's, else a tool definition
 // in its ancestors (T6). `lineage` receives the lineage of the call's parent
 // (root first) unless `have_lineage` says it holds it already, and then
-// `definitions` may hold its definitions' positions (tasks/scope.h). Errors:
-// Errc::not_found, Errc::integrity (R2), the store's.
+// `definitions` may hold its definitions' positions (tasks/scope.h). A
+// `resolved` tool (run_call's) with the pinned id is taken as it is: an id
+// names one manifest, wherever it was read. Errors: Errc::not_found,
+// Errc::integrity (R2), the store's.
 Result<tasks::ResolvedTool> pinned_tool(store::Store& store, const tasks::Task& call,
                                         std::vector<tasks::Task>& lineage, bool have_lineage,
-                                        const tasks::Definitions* definitions = nullptr);
+                                        const tasks::Definitions* definitions = nullptr,
+                                        const tasks::ResolvedTool* resolved = nullptr);
 
 // Stores `inv` (its call, subtasks and the result of its outcome) as one
 // batch, after making the outcome storable (issue 12 item 6, nothing
