@@ -115,7 +115,16 @@ std::string file_uri(const std::string& path, std::string_view query) {
   return out;
 }
 
+// SQLite counts every allocation under a process-wide mutex unless told not
+// to (SQLITE_CONFIG_MEMSTATUS, on by default); nothing here reads the counts
+// (sqlite3_memory_used). It can be said only before SQLite initializes:
+// later, SQLite answers SQLITE_MISUSE and keeps counting.
+void skip_memory_statistics() {
+  [[maybe_unused]] static const int once = sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+}
+
 Result<sqlite3*> open_raw(const std::string& name, int flags, const std::string& path) {
+  skip_memory_statistics();
   sqlite3* db = nullptr;
   const int rc = sqlite3_open_v2(name.c_str(), &db, flags | SQLITE_OPEN_NOMUTEX, nullptr);
   if (rc != SQLITE_OK) {
