@@ -3,8 +3,8 @@
 // `tycli run` of 1000 chained calls linear).
 //   Store/run_call/0         invoke::run_call of a trusted-native tool
 //                            (taskyon.sha256: no sandbox, so what is left is
-//                            resolve, compile, verify, store, audit)
-//                            (the revision compile read is lent to the call)
+//                            resolve, compile, verify, store, audit; the
+//                            revision compile read is lent to the call)
 //   Store/run_call/1         the same with SQLite's own checkpoint on the
 //                            calling thread (the baseline; see RunCall)
 //   Store/run_call/2         as /0, the call reading its pinned revision again
@@ -80,8 +80,8 @@ double process_cpu_us() {
 // commit that reaches it (PRAGMA wal_autocheckpoint on the calling thread's
 // connection, which replaces the store's hook): how the store checkpointed
 // before. Arg 2: as 0, without lending the compiled revision to the call
-// (it reads the revision it is pinned to again). Counters: worst_us, the slowest call; process_cpu_us, CPU time of
-// the whole process per call.
+// (it reads the revision it is pinned to again). Counters: worst_us, the
+// slowest call; process_cpu_us, CPU time of the whole process per call.
 void RunCall(benchmark::State& state) {
   TempStore t;
   if (state.range(0) == 1)
