@@ -87,7 +87,7 @@ Result<void> set_pragmas(sql::Database& db, bool first) {
   // wal_autocheckpoint covers what runs before Checkpointer::watch replaces it
   // (Store::open's migration); watched connections checkpoint off the call path.
   const std::string pragmas[] = {"PRAGMA journal_mode = WAL", "PRAGMA foreign_keys = ON", "PRAGMA synchronous = NORMAL",
-                                 "PRAGMA wal_autocheckpoint = " + std::to_string(kCheckpointPages)};
+                                 fmt::format("PRAGMA wal_autocheckpoint = {}", kCheckpointPages)};
   for (const auto& pragma : pragmas) {
     if (!first && pragma.find("journal_mode") != std::string::npos) continue;
     auto stmt = db.prepare(pragma);
