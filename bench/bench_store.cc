@@ -100,7 +100,7 @@ void RunCall(benchmark::State& state) {
       break;
     }
     auto inv = invoke::run_call(*t.st, pool, compiled->task, options,
-                                state.range(0) == 2 ? nullptr : &compiled->tool->tool);
+                                state.range(0) == 2 ? std::nullopt : std::optional(std::move(compiled->tool->tool)));
     if (!inv || !inv->ok()) {
       state.SkipWithError(inv ? inv->outcome.error.c_str() : inv.error().describe().c_str());
       break;

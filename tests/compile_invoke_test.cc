@@ -94,7 +94,7 @@ TEST_F(CallTest, ACallCompiledJustNowRunsTheRevisionTheCompilerVerified) {
   edit->bind(1, *json::canonicalize(testing::js_tool("shout", "() => 'evil'"))).bind(2, id);
   ASSERT_TRUE(edit->run());
 
-  auto lent = invoke::run_call(*st, pool, c->task, {}, &c->tool->tool);
+  auto lent = invoke::run_call(*st, pool, c->task, {}, c->tool->tool);
   ASSERT_TRUE(lent) << lent.error().describe();
   EXPECT_EQ(lent->outcome.value, "HI");
   EXPECT_EQ(lent->tool.revision, id);
@@ -104,7 +104,7 @@ TEST_F(CallTest, ACallCompiledJustNowRunsTheRevisionTheCompilerVerified) {
   EXPECT_EQ(read.error().code, Errc::integrity);
   tasks::ResolvedTool other = c->tool->tool;
   other.revision = "sha256:" + std::string(64, '0');
-  auto mismatched = invoke::run_call(*st, pool, c->task, {}, &other);
+  auto mismatched = invoke::run_call(*st, pool, c->task, {}, other);
   ASSERT_FALSE(mismatched);
   EXPECT_EQ(mismatched.error().code, Errc::integrity);
 }

@@ -170,10 +170,11 @@ int call(Globals& g, CallArgs a) {  // a copy: the config file fills it in
     pool.interrupt("interrupted", [&] { options.cancel.cancel(); });
   });
   int exit = kExitOk;
-  for (const auto& c : calls) {
+  for (auto& c : calls) {
     if (interruption.signal()) break;
     live.begin(LiveOutput::tool_name(c.task, a.tool));
-    auto inv = taskyon::invoke::run_call(*st, pool, c.task, options, c.tool ? &c.tool->tool : nullptr);
+    auto inv = taskyon::invoke::run_call(*st, pool, c.task, options,
+                                                c.tool ? std::optional(std::move(c.tool->tool)) : std::nullopt);
     live.end();
     if (!inv) {
       remedies.print(g, *st);

@@ -354,7 +354,7 @@ Result<CallResult> Host::call(const SessionId& session, const CallRequest& reque
       request.events.on_progress(p);
     };
   options.refill_later = true;  // the spare this call takes is replaced once it is stored
-  auto inv = invoke::run_call(st, *im.pool, *given, options, resolved ? &*resolved : nullptr);
+  auto inv = invoke::run_call(st, *im.pool, *given, options, std::move(resolved));
   im.give_back(std::move(*conn));
   im.pool->refill();
   im.flush();

@@ -106,7 +106,7 @@ Result<Step> run_entry(store::Store& store, sandbox::Pool& pool, const tasks::Co
     step.reused = false;  // stored without a result: run it now
   }
   if (hooks.on_call) hooks.on_call(i, step.task);
-  auto inv = run_call(store, pool, step.task, options, lineage, &definitions, &compiled->tool->tool);
+  auto inv = run_call(store, pool, step.task, options, lineage, &definitions, std::move(compiled->tool->tool));
   if (!inv) return std::unexpected(inv.error());
   step.task = std::move(inv->call);
   step.result = std::move(inv->result);

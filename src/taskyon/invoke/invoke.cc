@@ -157,14 +157,14 @@ Result<sandbox::CallOutcome> execute(store::Store& store, const tasks::ResolvedT
 }  // namespace
 
 Result<Invocation> run_call(store::Store& store, sandbox::Pool& pool, const tasks::Task& call, const Options& options,
-                            const tasks::ResolvedTool* resolved) {
+                            std::optional<tasks::ResolvedTool> resolved) {
   std::vector<tasks::Task> none;
-  return run_call(store, pool, call, options, none, nullptr, resolved);
+  return run_call(store, pool, call, options, none, nullptr, std::move(resolved));
 }
 
 Result<Invocation> run_call(store::Store& store, sandbox::Pool& pool, const tasks::Task& call, const Options& options,
                             std::vector<tasks::Task>& parent_lineage, const tasks::Definitions* definitions,
-                            const tasks::ResolvedTool* resolved) {
+                            std::optional<tasks::ResolvedTool> resolved) {
   auto kind = tasks::content_kind(call.content);
   if (!kind) return std::unexpected(kind.error());
   if (*kind != "functionCall") return fail(Errc::invalid_task, "this task is not a function call", call.id);
@@ -173,7 +173,7 @@ Result<Invocation> run_call(store::Store& store, sandbox::Pool& pool, const task
   const bool lent = call.parent_id && !parent_lineage.empty() && parent_lineage.back().id == *call.parent_id;
   std::vector<tasks::Task> lineage = lent ? std::move(parent_lineage) : std::vector<tasks::Task>();
   parent_lineage.clear();
-  auto tool = pinned_tool(store, call, lineage, lent, lent ? definitions : nullptr, resolved);
+  auto tool = pinned_tool(store, call, lineage, lent, lent ? definitions : nullptr, std::move(resolved));
   if (!tool) return std::unexpected(tool.error());
   HostCapabilities capabilities(store, call, std::move(lineage), tool->revision, tool->manifest.name,
                                 options.capabilities);

@@ -14,6 +14,7 @@
 
 #include <chrono>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -75,10 +76,10 @@ struct Invocation {
 // A tool that fails is not an Error: see Invocation::outcome.
 // `resolved`, for a call this process compiled just now with this store's
 // resolver, is the revision the compiler read and verified
-// (tasks::Compiled::tool): the call uses it, when pinned to it, instead of
-// reading the revision again (issue 19).
+// (tasks::Compiled::tool, moved in): the call uses it, when pinned to it,
+// instead of reading the revision again (issue 19).
 Result<Invocation> run_call(store::Store& store, sandbox::Pool& pool, const tasks::Task& call, const Options& options,
-                            const tasks::ResolvedTool* resolved = nullptr);
+                            std::optional<tasks::ResolvedTool> resolved = std::nullopt);
 // The same, for a caller that already holds the verified lineage of the
 // call's parent (root first, parent last; Store::lineage or its own record of
 // what it stored): it is lent to the call instead of loaded and verified
@@ -88,7 +89,7 @@ Result<Invocation> run_call(store::Store& store, sandbox::Pool& pool, const task
 // (tasks/scope.h); `resolved` as above.
 Result<Invocation> run_call(store::Store& store, sandbox::Pool& pool, const tasks::Task& call, const Options& options,
                             std::vector<tasks::Task>& parent_lineage, const tasks::Definitions* definitions = nullptr,
-                            const tasks::ResolvedTool* resolved = nullptr);
+                            std::optional<tasks::ResolvedTool> resolved = std::nullopt);
 
 // Activates `revision_ref` under `name` (Store::activate) and then destroys,
 // at once, the pool's sandboxes of that name's other revisions (S3).

@@ -42,7 +42,7 @@ tasks::State state_after(sandbox::Status status) {
 Result<tasks::ResolvedTool> pinned_tool(store::Store& store, const tasks::Task& call,
                                         std::vector<tasks::Task>& lineage, bool have_lineage,
                                         const tasks::Definitions* definitions,
-                                        const tasks::ResolvedTool* resolved) {
+                                        std::optional<tasks::ResolvedTool> resolved) {
   if (call.parent_id && !have_lineage) {
     auto found = store.lineage(*call.parent_id);
     if (!found) return std::unexpected(found.error());
@@ -50,7 +50,7 @@ Result<tasks::ResolvedTool> pinned_tool(store::Store& store, const tasks::Task& 
   }
   const auto& pin = *call.tool_revision;
   const auto settings = call.settings_revision.value_or(registry::empty_settings_revision());
-  if (resolved && resolved->revision == pin) return tasks::ResolvedTool{pin, settings, resolved->manifest};
+  if (resolved && resolved->revision == pin) return tasks::ResolvedTool{pin, settings, std::move(resolved->manifest)};
   auto registered = store.revision(pin);
   if (registered)
     return tasks::ResolvedTool{registered->id, settings, std::move(registered->manifest)};

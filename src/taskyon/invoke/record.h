@@ -30,7 +30,7 @@ tasks::State state_after(sandbox::Status status);
 Result<tasks::ResolvedTool> pinned_tool(store::Store& store, const tasks::Task& call,
                                         std::vector<tasks::Task>& lineage, bool have_lineage,
                                         const tasks::Definitions* definitions = nullptr,
-                                        const tasks::ResolvedTool* resolved = nullptr);
+                                        std::optional<tasks::ResolvedTool> resolved = std::nullopt);
 
 // Stores `inv` (its call, subtasks and the result of its outcome) as one
 // batch, after making the outcome storable (issue 12 item 6, nothing
