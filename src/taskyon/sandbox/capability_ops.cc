@@ -38,29 +38,55 @@ std::optional<CapabilityOp> capability_op(std::string_view name) {
 }
 
 struct CancelToken::State {
-  State() : fd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}
+  State() = default;
   ~State() {
-    if (fd >= 0) ::close(fd);
+    if (const int made = fd.load(); made >= 0) ::close(made);
   }
   State(const State&) = delete;
   State& operator=(const State&) = delete;
 
   std::atomic<bool> cancelled{false};
-  int fd;
+  // Made by the first fd(), not with the token (issue 19): most tokens are
+  // never waited on (a default one replaced by the caller's, a capability
+  // request's whose transfer polls flag()), and each descriptor cost a call
+  // two system calls.
+  std::atomic<int> fd{-1};
 };
+
+namespace {
+
+void wake(int fd) {
+  const std::uint64_t one = 1;
+  [[maybe_unused]] const ssize_t n = ::write(fd, &one, sizeof one);
+}
+
+}  // namespace
 
 CancelToken::CancelToken() : state_(std::make_shared<State>()) {}
 
+// cancel() stores the flag, then looks for a descriptor; fd() stores the
+// descriptor, then looks at the flag (both sequentially consistent). So at
+// least one of them sees the other's store and wakes the descriptor: a
+// waiter never misses a cancel that raced with the descriptor's making.
 void CancelToken::cancel() const {
   if (state_->cancelled.exchange(true)) return;
-  if (state_->fd >= 0) {
-    const std::uint64_t one = 1;
-    [[maybe_unused]] const ssize_t n = ::write(state_->fd, &one, sizeof one);
+  if (const int fd = state_->fd.load(); fd >= 0) wake(fd);
+}
+
+int CancelToken::fd() const {
+  if (const int fd = state_->fd.load(); fd >= 0) return fd;
+  const int made = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (made < 0) return -1;
+  int expected = -1;
+  if (!state_->fd.compare_exchange_strong(expected, made)) {  // another thread made one first
+    ::close(made);
+    return expected;
   }
+  if (state_->cancelled.load()) wake(made);
+  return made;
 }
 
 bool CancelToken::cancelled() const { return state_->cancelled.load(); }
 const std::atomic<bool>& CancelToken::flag() const { return state_->cancelled; }
-int CancelToken::fd() const { return state_->fd; }
 
 }  // namespace taskyon::sandbox

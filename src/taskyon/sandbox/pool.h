@@ -153,7 +153,9 @@ class CancelToken {
   void cancel() const;
   bool cancelled() const;
   const std::atomic<bool>& flag() const;  // for code that polls (a fetch in progress)
-  int fd() const;                         // readable once cancelled (eventfd); -1 if none could be made
+  // Readable once cancelled (an eventfd, made by the first call: a token never
+  // waited on holds no descriptor); -1 if none could be made.
+  int fd() const;
 
  private:
   struct State;
