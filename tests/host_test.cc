@@ -7,11 +7,13 @@
 #include <condition_variable>
 #include <filesystem>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include "taskyon/host/host.h"
 #include "taskyon/mcp/server.h"
@@ -394,6 +396,43 @@ TEST_F(HostTest, McpConnectionsInOneProcessAreSessions) {
   };
   EXPECT_TRUE(has_list_changed(ra));
   EXPECT_TRUE(has_list_changed(rb));
+}
+
+// tools/call runs on the connection's workers (issue 19): calls one after
+// another reuse the workers (a thread per call cost each a clone, a stack and
+// five signal-mask calls). At most two: a call may come in after the previous
+// one's response was sent but before its worker waits again, and then gets a
+// worker of its own. A call made while another runs gets a worker of its own
+// too: it never waits behind the first.
+TEST_F(HostTest, McpCallsReuseAWorkerAndNeverQueueBehindARunningCall) {
+  Recorder r;
+  std::mutex tids_mu;
+  std::vector<pid_t> tids;  // the kernel thread each tools/call response was emitted from
+  mcp::Connection c(*host_, [&](mcp::Outgoing out) {
+    if (out.message.contains("result") && out.message["result"].contains("content")) {
+      std::lock_guard lock(tids_mu);
+      tids.push_back(::gettid());
+    }
+    r.sink()(std::move(out));
+  });
+  c.receive(request(1, "initialize", {{"protocolVersion", "2025-06-18"}}).dump());
+  ASSERT_TRUE(r.response(1).contains("result"));
+  for (int id = 2; id <= 21; ++id) {
+    c.receive(request(id, "tools/call", {{"name", "counter"}, {"arguments", Value::object()}}).dump());
+    ASSERT_EQ(r.response(id)["result"]["structuredContent"]["count"], id - 1);
+  }
+  {
+    std::lock_guard lock(tids_mu);
+    ASSERT_EQ(tids.size(), 20u);
+    std::set<pid_t> distinct(tids.begin(), tids.end());
+    EXPECT_LE(distinct.size(), 2u) << "20 calls one after another ran on " << distinct.size() << " threads";
+  }
+  c.receive(request(30, "tools/call", {{"name", "stuck"}, {"arguments", Value::object()}}).dump());
+  c.receive(request(31, "tools/call", {{"name", "counter"}, {"arguments", Value::object()}}).dump());
+  EXPECT_EQ(r.response(31)["result"]["structuredContent"]["count"], 21) << "the call waited behind the stuck one";
+  EXPECT_EQ(c.running_calls(), 1u);
+  c.close();  // cancels the stuck call and waits for both workers
+  EXPECT_EQ(c.running_calls(), 0u);
 }
 
 // MCP revisions differ in structured tool output: `outputSchema` (tools/list)

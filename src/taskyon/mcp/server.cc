@@ -2,10 +2,14 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
+#include <deque>
 #include <exception>
+#include <functional>
 #include <map>
 #include <mutex>
+#include <system_error>
 #include <thread>
 
 #include <fmt/format.h>
@@ -144,7 +148,19 @@ struct Connection::Impl : std::enable_shared_from_this<Connection::Impl> {
     bool cancelled_by_client = false;
   };
   std::map<std::string, Running> running;  // guarded by mu, keyed by dump(request id)
-  std::size_t threads = 0;                 // guarded by mu: call threads not yet finished
+  // The call workers (issue 19: a thread started for each tools/call cost the
+  // call a clone, a stack, five signal-mask calls, and the store connection
+  // and buffers a thread keeps). A call is queued for an idle worker, or a
+  // worker is started for it: no call waits behind another. Calls one after
+  // another run on one or two workers (a call that comes in after the previous
+  // one's response, before its worker waits again, starts a second); at most
+  // kMaxConcurrentCalls run at once. A worker ends once it has waited
+  // kWorkerIdle for a call, or at close().
+  std::deque<std::function<void()>> jobs;  // guarded by mu: calls no worker has taken yet
+  std::size_t idle = 0;                    // guarded by mu: workers waiting for a call
+  std::size_t threads = 0;                 // guarded by mu: workers not yet finished
+  std::condition_variable work_cv;
+  static constexpr std::chrono::seconds kWorkerIdle{10};
 
   void emit(Value message, Value related = Value()) {
     std::lock_guard lock(sink_mu);
@@ -287,12 +303,44 @@ struct Connection::Impl : std::enable_shared_from_this<Connection::Impl> {
         return;
       }
       running.emplace(key, Running{request.cancel, false});
-      ++threads;
+      jobs.push_back([this, id, key, progress_token, request = std::move(request)]() mutable {
+        run(id, key, progress_token, std::move(request));
+      });
+      if (jobs.size() <= idle) return work_cv.notify_one();
+      try {
+        std::thread([self = shared_from_this()] { self->work(); }).detach();  // waits for mu
+        ++threads;
+        return;
+      } catch (const std::system_error&) {
+        jobs.pop_back();  // this call's: the lock was held since it was queued
+        running.erase(key);
+      }
     }
-    auto self = shared_from_this();
-    std::thread([self, id, key, progress_token, request = std::move(request)]() mutable {
-      self->run(id, key, progress_token, std::move(request));
-    }).detach();
+    emit(result_response(id, tool_error("the host cannot start a thread for this call now; call again")), id);
+  }
+
+  // A worker: runs queued calls, in order, until none has come for
+  // kWorkerIdle or the connection is closed and nothing is left queued.
+  void work() {
+    std::unique_lock lock(mu);
+    for (;;) {
+      if (!jobs.empty()) {
+        auto job = std::move(jobs.front());
+        jobs.pop_front();
+        lock.unlock();
+        job();
+        lock.lock();
+        continue;
+      }
+      if (closed) break;
+      ++idle;
+      const bool woken = work_cv.wait_for(lock, kWorkerIdle, [&] { return !jobs.empty() || closed; });
+      --idle;
+      if (!woken) break;
+    }
+    --threads;
+    lock.unlock();
+    calls_cv.notify_all();
   }
 
   void run(const Value& id, const std::string& key, const Value& progress_token, host::CallRequest request) {
@@ -326,11 +374,6 @@ struct Connection::Impl : std::enable_shared_from_this<Connection::Impl> {
       if (it != running.end()) running.erase(it);
     }
     if (!cancelled) emit(std::move(response), id);  // a cancelled request gets no response (MCP cancellation)
-    {
-      std::lock_guard lock(mu);
-      --threads;
-    }
-    calls_cv.notify_all();
   }
 
   Value respond(const Value& id, const host::CallRequest& request) {
@@ -403,6 +446,7 @@ struct Connection::Impl : std::enable_shared_from_this<Connection::Impl> {
         r.cancelled_by_client = true;  // nobody to answer: the client is gone (H5: disconnect)
         r.cancel.cancel();
       }
+      work_cv.notify_all();  // idle workers end; busy ones after the calls queued
       calls_cv.wait(lock, [&] { return threads == 0; });
     }
     tools_changed.reset();
