@@ -4,10 +4,12 @@
 // when a call is cancelled.
 #include <signal.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <fstream>
 #include <iterator>
 #include <optional>
@@ -57,6 +59,39 @@ TEST(McpClients, KeepsTheServerRunningBetweenCallsAndRestartsItWhenItDies) {
   EXPECT_TRUE(third->fresh_sandbox) << "a dead server is restarted";
   ASSERT_EQ(clients.pids().size(), 1u);
   EXPECT_NE(clients.pids()[0], pid);
+}
+
+// A server starts with no signal blocked, whatever the calling thread blocks:
+// a host worker that wrote to a sandbox blocks SIGPIPE for good
+// (write_no_sigpipe) and runs later calls on the same thread, and
+// posix_spawn would pass that mask on to the server (base/spawn.h). Node and
+// dash unblock every signal when they start, so the mask is read by a
+// Python that then execs Node.
+TEST(McpClients, AServerStartsWithNoSignalBlocked) {
+  const std::string seen = ::testing::TempDir() + "/taskyon-server-sigblk-" + std::to_string(::getpid());
+  const McpServer server{{"python3", "-c",
+                          "import os, sys\n"
+                          "open(sys.argv[1], 'w').write(next(l for l in open('/proc/self/status') if l.startswith('SigBlk:')))\n"
+                          "os.execvp('node', ['node', sys.argv[2], 'stdio'])\n",
+                          seen, kServer},
+                         ""};
+  McpClients clients;
+  bool ok = false;
+  std::thread worker([&] {
+    sigset_t pipe_set;
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
+    ASSERT_EQ(pthread_sigmask(SIG_BLOCK, &pipe_set, nullptr), 0);
+    auto called = clients.call_tool(server, "echo", {{"message", "mask"}}, Value(), 20s, {});
+    ok = called && called->status == sandbox::Status::ok;
+  });
+  worker.join();
+  ASSERT_TRUE(ok);
+  std::ifstream status(seen);
+  std::string line;
+  std::getline(status, line);
+  std::remove(seen.c_str());
+  EXPECT_EQ(line, "SigBlk:\t0000000000000000") << "the server inherited the calling thread's signal mask";
 }
 
 TEST(McpClients, ACancelledCallStopsItsServer) {

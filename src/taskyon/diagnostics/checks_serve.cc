@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 #include <httplib.h>
 
+#include "taskyon/base/spawn.h"
 #include "taskyon/diagnostics/groups.h"
 
 extern char** environ;
@@ -52,7 +53,8 @@ class Serve {
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
     posix_spawn_file_actions_adddup2(&actions, 1, 2);
-    const int rc = posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), environ);
+    const SpawnAttributes attr;
+    const int rc = posix_spawn(&pid_, argv[0], &actions, attr.get(), argv.data(), environ);
     posix_spawn_file_actions_destroy(&actions);
     if (rc != 0) fail_check(fmt::format("cannot start {} serve", args[0]));
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(15);

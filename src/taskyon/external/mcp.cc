@@ -21,6 +21,7 @@
 #include <fmt/format.h>
 
 #include "taskyon/base/line_reader.h"
+#include "taskyon/base/spawn.h"
 #include "taskyon/registry/schema.h"
 
 namespace taskyon::external {
@@ -89,9 +90,7 @@ class Session {
     posix_spawn_file_actions_adddup2(&fa, err[1], 2);
     posix_spawn_file_actions_addclosefrom_np(&fa, 3);
     if (!server.cwd.empty()) posix_spawn_file_actions_addchdir_np(&fa, server.cwd.c_str());
-    posix_spawnattr_t attr;
-    posix_spawnattr_init(&attr);
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID);
+    const SpawnAttributes attr(POSIX_SPAWN_SETSID);
     std::vector<char*> argv;
     for (const auto& a : server.command) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
@@ -99,9 +98,8 @@ class Session {
     std::string path_env = std::string("PATH=") + (path ? path : "/usr/bin:/bin");
     std::string lang_env = "LANG=C.UTF-8";
     char* envp[] = {path_env.data(), lang_env.data(), nullptr};
-    const int rc = posix_spawnp(&pid_, argv[0], &fa, &attr, argv.data(), envp);
+    const int rc = posix_spawnp(&pid_, argv[0], &fa, attr.get(), argv.data(), envp);
     posix_spawn_file_actions_destroy(&fa);
-    posix_spawnattr_destroy(&attr);
     ::close(in[0]);
     ::close(out[1]);
     ::close(err[1]);

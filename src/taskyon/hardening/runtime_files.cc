@@ -15,6 +15,7 @@
 
 #include <fmt/format.h>
 
+#include "taskyon/base/spawn.h"
 #include "taskyon/hardening/fd.h"
 
 namespace taskyon::hardening {
@@ -77,7 +78,8 @@ Result<std::string> list_libraries(const std::string& interpreter, const std::st
   char* argv[] = {arg0.data(), list.data(), exe.data(), nullptr};
   char* envp[] = {nullptr};
   pid_t pid = -1;
-  const int rc = ::posix_spawn(&pid, interpreter.c_str(), &actions, nullptr, argv, envp);
+  const SpawnAttributes attr;
+  const int rc = ::posix_spawn(&pid, interpreter.c_str(), &actions, attr.get(), argv, envp);
   posix_spawn_file_actions_destroy(&actions);
   write_end.reset();
   if (rc != 0) {

@@ -15,6 +15,7 @@
 
 #include <fmt/format.h>
 
+#include "taskyon/base/spawn.h"
 #include "taskyon/loopback/loopback.h"
 #include "taskyon/sandbox/sandbox.h"
 
@@ -76,7 +77,8 @@ Result<std::unique_ptr<HttpsServer>> HttpsServer::start(const ServerOptions& opt
                              const_cast<char*>(cert.c_str()), const_cast<char*>(key.c_str()), nullptr};
   char* envp[] = {nullptr};  // Node needs no environment; proxies and the like stay out
   pid_t pid = -1;
-  const int rc = posix_spawn(&pid, node->c_str(), &actions, nullptr, argv.data(), envp);
+  const SpawnAttributes attr;
+  const int rc = posix_spawn(&pid, node->c_str(), &actions, attr.get(), argv.data(), envp);
   posix_spawn_file_actions_destroy(&actions);
   close(in_pipe[0]);
   close(out_pipe[1]);

@@ -15,6 +15,7 @@
 
 #include <fmt/format.h>
 
+#include "taskyon/base/spawn.h"
 #include "taskyon/sandbox/runtime.h"
 
 namespace taskyon::sandbox {
@@ -40,7 +41,8 @@ Result<std::string> run_for_output(const std::vector<std::string>& argv, const s
   for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
   envp.push_back(nullptr);
   pid_t pid = 0;
-  const int spawned = ::posix_spawn(&pid, argv[0].c_str(), &actions, nullptr, args.data(), envp.data());
+  const SpawnAttributes attr;
+  const int spawned = ::posix_spawn(&pid, argv[0].c_str(), &actions, attr.get(), args.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
   ::close(out[1]);
   if (spawned != 0) {
