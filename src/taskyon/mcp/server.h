@@ -26,8 +26,10 @@
 //                              "taskyon/status"}} (H4). Tool errors, timeouts,
 //                              refusals and invalid arguments are isError results
 //                              with a message a model can act on; an unknown tool
-//                              is JSON-RPC -32602. Runs on a thread of its own;
-//                              while it runs, logs stream as notifications/message
+//                              is JSON-RPC -32602. Runs on a worker of the
+//                              connection (reused; one is started when none is
+//                              idle, so a call never waits behind another; an
+//                              idle one ends after 10 s); while it runs, logs stream as notifications/message
 //                              and context.progress as notifications/progress (when
 //                              the request's _meta has a progressToken), before
 //                              the result.
@@ -102,7 +104,7 @@ class Connection {
 
   // One JSON-RPC message (or, at kBatchVersion only, a batch array, answered
   // as the single messages are) as text: -32700 for text that is not JSON,
-  // -32600 past kMaxMessageBytes or for a batch at another version. Returns at once; tools/call runs on its own thread.
+  // -32600 past kMaxMessageBytes or for a batch at another version. Returns at once; tools/call runs on a worker thread.
   void receive(std::string_view text);
   void receive_value(const json::Value& message);  // the same, already parsed
   // A message the transport did not keep because it was over
