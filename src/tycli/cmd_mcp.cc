@@ -74,31 +74,32 @@ class StdinLines {
 };
 
 // Writes all of `bytes` to fd 1; false when stdout is gone. SIGPIPE is
-// blocked on this thread around the write (and a pending one consumed), so a
-// client that went away ends the loop cleanly instead of killing tycli; the
-// disposition itself is left alone (children inherit it).
+// blocked on the writing thread (once per thread, and left blocked: issue 19,
+// two system calls per response) and a pending one consumed, so a client that
+// went away ends the loop cleanly instead of killing tycli. The disposition is
+// left alone, and every program the host starts begins with no signal blocked
+// (base/spawn.h, hardening::contain).
 bool write_all(std::string_view bytes) {
-  sigset_t pipe_set, old;
+  sigset_t pipe_set;
   sigemptyset(&pipe_set);
   sigaddset(&pipe_set, SIGPIPE);
-  pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
-  bool ok = true;
+  thread_local bool blocked = false;
+  if (!blocked) {
+    pthread_sigmask(SIG_BLOCK, &pipe_set, nullptr);
+    blocked = true;
+  }
   while (!bytes.empty()) {
     const ssize_t n = ::write(STDOUT_FILENO, bytes.data(), bytes.size());
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
-      ok = false;
-      break;
+      const timespec zero{0, 0};
+      while (sigtimedwait(&pipe_set, nullptr, &zero) == SIGPIPE) {
+      }
+      return false;
     }
     bytes.remove_prefix(static_cast<std::size_t>(n));
   }
-  if (!ok && !sigismember(&old, SIGPIPE)) {
-    const timespec zero{0, 0};
-    while (sigtimedwait(&pipe_set, nullptr, &zero) == SIGPIPE) {
-    }
-  }
-  pthread_sigmask(SIG_SETMASK, &old, nullptr);
-  return ok;
+  return true;
 }
 
 int serve_stdio(Globals& g, const McpArgs& a) {

@@ -290,6 +290,7 @@ struct Connection::Impl : std::enable_shared_from_this<Connection::Impl> {
     request.tool = params["name"].get<std::string>();
     if (params.contains("arguments") && params["arguments"].is_object()) request.arguments = params["arguments"];
     const std::string key = dump(id);
+    bool wake_idle = false;  // notified after the lock is let go: the worker it wakes takes it at once
     {
       std::lock_guard lock(mu);
       if (closed) return;
@@ -306,16 +307,20 @@ struct Connection::Impl : std::enable_shared_from_this<Connection::Impl> {
       jobs.push_back([this, id, key, progress_token, request = std::move(request)]() mutable {
         run(id, key, progress_token, std::move(request));
       });
-      if (jobs.size() <= idle) return work_cv.notify_one();
-      try {
-        std::thread([self = shared_from_this()] { self->work(); }).detach();  // waits for mu
-        ++threads;
-        return;
-      } catch (const std::system_error&) {
-        jobs.pop_back();  // this call's: the lock was held since it was queued
-        running.erase(key);
+      if (jobs.size() <= idle) {
+        wake_idle = true;
+      } else {
+        try {
+          std::thread([self = shared_from_this()] { self->work(); }).detach();  // waits for mu
+          ++threads;
+          return;
+        } catch (const std::system_error&) {
+          jobs.pop_back();  // this call's: the lock was held since it was queued
+          running.erase(key);
+        }
       }
     }
+    if (wake_idle) return work_cv.notify_one();
     emit(result_response(id, tool_error("the host cannot start a thread for this call now; call again")), id);
   }
 
