@@ -13,10 +13,14 @@
 
 #include <openssl/crypto.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <condition_variable>
 #include <cstring>
 #include <filesystem>
+#include <map>
+#include <mutex>
 #include <thread>
 
 #include <fmt/format.h>
@@ -76,27 +80,96 @@ std::optional<std::string> Request::query_value(std::string_view name) const {
   return std::nullopt;
 }
 
+namespace {
+
+// The one thread that polls every ClientWatch. Made on first use and never
+// destroyed (a detached thread waiting for work; nothing to join at exit).
+class Watches {
+ public:
+  static Watches& instance() {
+    static Watches* const watches = new Watches();
+    return *watches;
+  }
+
+  std::uint64_t add(std::function<bool()> gone, std::function<void()> on_gone, std::chrono::milliseconds period) {
+    std::lock_guard lock(mu_);
+    const std::uint64_t id = next_id_++;
+    entries_.emplace(id, Entry{std::move(gone), std::move(on_gone), period, Clock::now() + period, false});
+    if (!started_) {
+      std::thread([this] { run(); }).detach();
+      started_ = true;
+    }
+    cv_.notify_all();
+    return id;
+  }
+
+  // Returns once the watch's functions do not run and never will again.
+  void remove(std::uint64_t id) {
+    std::unique_lock lock(mu_);
+    idle_cv_.wait(lock, [&] { return polling_ != id; });
+    entries_.erase(id);
+  }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  struct Entry {
+    std::function<bool()> gone;
+    std::function<void()> on_gone;
+    std::chrono::milliseconds period;
+    Clock::time_point due;
+    bool left;  // on_gone was called: not polled again
+  };
+
+  void run() {
+    std::unique_lock lock(mu_);
+    for (;;) {
+      auto next = Clock::time_point::max();
+      for (const auto& [_, e] : entries_)
+        if (!e.left) next = std::min(next, e.due);
+      if (next == Clock::time_point::max()) {
+        cv_.wait(lock);
+        continue;
+      }
+      if (Clock::now() < next) {
+        cv_.wait_until(lock, next);
+        continue;
+      }
+      // The first watch due. Its functions run unlocked (the /proc scan, the
+      // cancel); remove() of this watch waits for them, other watches come
+      // and go meanwhile (map nodes stay put).
+      auto it = std::find_if(entries_.begin(), entries_.end(),
+                             [&](const auto& kv) { return !kv.second.left && kv.second.due <= next; });
+      if (it == entries_.end()) continue;
+      const std::uint64_t id = it->first;
+      Entry& e = it->second;
+      polling_ = id;
+      lock.unlock();
+      const bool left = e.gone();
+      if (left) e.on_gone();
+      lock.lock();
+      polling_ = 0;
+      e.left = left;
+      e.due = Clock::now() + e.period;
+      idle_cv_.notify_all();
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;       // a watch was added: its due time may come first
+  std::condition_variable idle_cv_;  // a watch's functions have returned
+  std::map<std::uint64_t, Entry> entries_;
+  std::uint64_t next_id_ = 1;
+  std::uint64_t polling_ = 0;  // the watch whose functions run now, 0 for none
+  bool started_ = false;
+};
+
+}  // namespace
+
 ClientWatch::ClientWatch(std::function<bool()> client_gone, std::function<void()> on_gone,
                          std::chrono::milliseconds period)
-    : thread_([this, gone = std::move(client_gone), on_gone = std::move(on_gone), period] {
-        std::unique_lock lock(mu_);
-        while (!cv_.wait_for(lock, period, [&] { return done_; })) {
-          lock.unlock();  // the /proc scan and the callback run unlocked: the destructor never waits on them
-          const bool left = gone();
-          if (left) on_gone();
-          lock.lock();
-          if (left) return;
-        }
-      }) {}
+    : id_(Watches::instance().add(std::move(client_gone), std::move(on_gone), period)) {}
 
-ClientWatch::~ClientWatch() {
-  {
-    std::lock_guard lock(mu_);
-    done_ = true;
-  }
-  cv_.notify_all();
-  thread_.join();
-}
+ClientWatch::~ClientWatch() { Watches::instance().remove(id_); }
 
 Response Response::empty(int status) {
   Response r;

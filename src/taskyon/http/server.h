@@ -15,15 +15,13 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <vector>
 
 #include "taskyon/base/error.h"
@@ -58,10 +56,12 @@ struct Request {
   std::optional<std::string> query_value(std::string_view name) const;
 };
 
-// While it lives, polls `client_gone` every `period` on a thread of its own
-// and calls `on_gone` once (from that thread) when the client has left: a
-// handler that runs a long call or fetch cancels it there. Stops and joins
-// when destroyed, also during unwinding.
+// While it lives, polls `client_gone` every `period` and calls `on_gone` once
+// when the client has left: a handler that runs a long call or fetch cancels
+// it there. Every watch of the process is polled by one thread (issue 19: a
+// thread per request cost each call a clone, a stack and its signal-mask
+// calls), which also calls `on_gone`; both must be quick. The destructor
+// returns once neither runs for this watch nor ever will, also during unwinding.
 class ClientWatch {
  public:
   ClientWatch(std::function<bool()> client_gone, std::function<void()> on_gone,
@@ -71,10 +71,7 @@ class ClientWatch {
   ClientWatch& operator=(const ClientWatch&) = delete;
 
  private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool done_ = false;
-  std::thread thread_;
+  std::uint64_t id_;
 };
 
 // Writes one piece of a streamed body; false once the client is gone (the
