@@ -93,12 +93,12 @@ class Watches {
 
   std::uint64_t add(std::function<bool()> gone, std::function<void()> on_gone, std::chrono::milliseconds period) {
     std::lock_guard lock(mu_);
-    const std::uint64_t id = next_id_++;
-    entries_.emplace(id, Entry{std::move(gone), std::move(on_gone), period, Clock::now() + period, false});
-    if (!started_) {
+    if (!started_) {  // before the watch is added: if it throws, nothing is left behind
       std::thread([this] { run(); }).detach();
       started_ = true;
     }
+    const std::uint64_t id = next_id_++;
+    entries_.emplace(id, Entry{std::move(gone), std::move(on_gone), period, Clock::now() + period, false});
     cv_.notify_all();
     return id;
   }

@@ -29,8 +29,9 @@
 //                              is JSON-RPC -32602. Runs on a worker of the
 //                              connection (reused; one is started when none is
 //                              idle, so a call never waits behind another; an
-//                              idle one ends after 10 s); while it runs, logs stream as notifications/message
-//                              and context.progress as notifications/progress (when
+//                              idle one ends after 10 s); while it runs, logs
+//                              stream as notifications/message and
+//                              context.progress as notifications/progress (when
 //                              the request's _meta has a progressToken), before
 //                              the result.
 //   logging/setLevel           the least severe level sent as notifications/message
