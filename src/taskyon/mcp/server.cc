@@ -151,13 +151,14 @@ struct Connection::Impl : std::enable_shared_from_this<Connection::Impl> {
   // The call workers (issue 19: a thread started for each tools/call cost the
   // call a clone, a stack, five signal-mask calls, and the store connection
   // and buffers a thread keeps). A call is queued for an idle worker, or a
-  // worker is started for it: no call waits behind another. Calls one after
-  // another run on one or two workers (a call that comes in after the previous
-  // one's response, before its worker waits again, starts a second); at most
-  // kMaxConcurrentCalls run at once. A worker ends once it has waited
-  // kWorkerIdle for a call, or at close().
+  // worker is started for it (unless one started already will take it): no
+  // call waits behind another. Calls one after another run on one worker, or
+  // on two when one comes in after the previous response but before that
+  // worker waits again; at most kMaxConcurrentCalls run at once. A worker ends
+  // once it has waited kWorkerIdle for a call, or at close().
   std::deque<std::function<void()>> jobs;  // guarded by mu: calls no worker has taken yet
   std::size_t idle = 0;                    // guarded by mu: workers waiting for a call
+  std::size_t starting = 0;                // guarded by mu: workers started that have not looked at `jobs` yet
   std::size_t threads = 0;                 // guarded by mu: workers not yet finished
   std::condition_variable work_cv;
   static constexpr std::chrono::seconds kWorkerIdle{10};
@@ -290,6 +291,7 @@ struct Connection::Impl : std::enable_shared_from_this<Connection::Impl> {
     request.tool = params["name"].get<std::string>();
     if (params.contains("arguments") && params["arguments"].is_object()) request.arguments = params["arguments"];
     const std::string key = dump(id);
+    bool queued = false;     // a waiting or starting worker will take it
     bool wake_idle = false;  // notified after the lock is let go: the worker it wakes takes it at once
     {
       std::lock_guard lock(mu);
@@ -307,12 +309,14 @@ struct Connection::Impl : std::enable_shared_from_this<Connection::Impl> {
       jobs.push_back([this, id, key, progress_token, request = std::move(request)]() mutable {
         run(id, key, progress_token, std::move(request));
       });
-      if (jobs.size() <= idle) {
-        wake_idle = true;
+      if (jobs.size() <= idle + starting) {  // each queued call has a worker that will take it
+        queued = true;
+        wake_idle = idle > 0;
       } else {
         try {
           std::thread([self = shared_from_this()] { self->work(); }).detach();  // waits for mu
           ++threads;
+          ++starting;
           return;
         } catch (const std::system_error&) {
           jobs.pop_back();  // this call's: the lock was held since it was queued
@@ -320,7 +324,8 @@ struct Connection::Impl : std::enable_shared_from_this<Connection::Impl> {
         }
       }
     }
-    if (wake_idle) return work_cv.notify_one();
+    if (wake_idle) work_cv.notify_one();
+    if (queued) return;
     emit(result_response(id, tool_error("the host cannot start a thread for this call now; call again")), id);
   }
 
@@ -328,6 +333,7 @@ struct Connection::Impl : std::enable_shared_from_this<Connection::Impl> {
   // kWorkerIdle or the connection is closed and nothing is left queued.
   void work() {
     std::unique_lock lock(mu);
+    --starting;
     for (;;) {
       if (!jobs.empty()) {
         auto job = std::move(jobs.front());
@@ -528,6 +534,11 @@ bool Connection::initialized() const {
 }
 
 const host::SessionId& Connection::session() const { return impl_->session; }
+
+std::size_t Connection::idle_workers() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->idle;
+}
 
 std::size_t Connection::running_calls() const {
   std::lock_guard lock(impl_->mu);

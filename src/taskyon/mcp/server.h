@@ -123,6 +123,7 @@ class Connection {
   bool initialized() const;
   const host::SessionId& session() const;
   std::size_t running_calls() const;
+  std::size_t idle_workers() const;  // worker threads waiting for a tools/call (tests)
 
  private:
   struct Impl;
