@@ -94,6 +94,33 @@ TEST(McpClients, AServerStartsWithNoSignalBlocked) {
   EXPECT_EQ(line, "SigBlk:\t0000000000000000") << "the server inherited the calling thread's signal mask";
 }
 
+// A server that closes its stdin (it answers initialize, then reads no more)
+// makes the client's next write fail. The write is EPIPE and the call an
+// error, never a SIGPIPE that ends the host: the calling thread here has
+// SIGPIPE unblocked, as a fresh host thread does (base/sigpipe.h).
+TEST(McpClients, AServerThatClosesItsInputFailsTheCallNotTheHost) {
+  const McpServer deaf{{"python3", "-c",
+                        "import json, os, sys, time\n"
+                        "request = json.loads(sys.stdin.readline())\n"
+                        "os.close(0)\n"
+                        "print(json.dumps({'jsonrpc': '2.0', 'id': request['id'], 'result': {\n"
+                        "  'protocolVersion': request['params']['protocolVersion'],\n"
+                        "  'capabilities': {'tools': {}}, 'serverInfo': {'name': 'deaf', 'version': '1'}}}), flush=True)\n"
+                        "time.sleep(30)\n"},
+                       ""};
+  McpClients clients;
+  bool failed = false;
+  std::thread caller([&] {
+    sigset_t none;
+    sigemptyset(&none);
+    ASSERT_EQ(pthread_sigmask(SIG_SETMASK, &none, nullptr), 0);
+    auto called = clients.call_tool(deaf, "echo", {{"message", "x"}}, Value(), 10s, {});
+    failed = !called || called->status != sandbox::Status::ok;
+  });
+  caller.join();
+  EXPECT_TRUE(failed);
+}
+
 TEST(McpClients, ACancelledCallStopsItsServer) {
   McpClients clients;
   ASSERT_TRUE(clients.call_tool(kEverything, "echo", {{"message", "warm"}}, Value(), 20s, {}));

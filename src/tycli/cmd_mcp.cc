@@ -23,6 +23,7 @@
 
 #include "cli.h"
 #include "signals.h"
+#include "taskyon/base/sigpipe.h"
 #include "taskyon/host/host.h"
 #include "taskyon/mcp/server.h"
 #include "taskyon/sandbox/runtime.h"
@@ -73,30 +74,14 @@ class StdinLines {
   bool dropping_ = false;  // the line so far is over the limit: dropped up to its newline
 };
 
-// Writes all of `bytes` to fd 1; false when stdout is gone. SIGPIPE is
-// blocked on the writing thread (once per thread, and left blocked: issue 19,
-// two system calls per response) and a pending one consumed, so a client that
-// went away ends the loop cleanly instead of killing tycli. The disposition is
-// left alone, and every program the host starts begins with no signal blocked
-// (base/spawn.h, hardening::contain).
+// Writes all of `bytes` to fd 1; false when stdout is gone: a client that
+// went away ends the loop cleanly (EPIPE) instead of killing tycli
+// (base/sigpipe.h).
 bool write_all(std::string_view bytes) {
-  sigset_t pipe_set;
-  sigemptyset(&pipe_set);
-  sigaddset(&pipe_set, SIGPIPE);
-  thread_local bool blocked = false;
-  if (!blocked) {
-    pthread_sigmask(SIG_BLOCK, &pipe_set, nullptr);
-    blocked = true;
-  }
   while (!bytes.empty()) {
-    const ssize_t n = ::write(STDOUT_FILENO, bytes.data(), bytes.size());
+    const ssize_t n = taskyon::write_no_sigpipe(STDOUT_FILENO, bytes.data(), bytes.size());
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const timespec zero{0, 0};
-      while (sigtimedwait(&pipe_set, nullptr, &zero) == SIGPIPE) {
-      }
-      return false;
-    }
+    if (n <= 0) return false;
     bytes.remove_prefix(static_cast<std::size_t>(n));
   }
   return true;

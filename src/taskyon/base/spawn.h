@@ -2,7 +2,7 @@
 // server, `node --version`, ld.so --list, the loopback HTTPS server, a
 // diagnostics `tycli serve`): the child starts with no signal blocked,
 // whatever the spawning thread blocks. A thread that has written to a sandbox
-// blocks SIGPIPE for good (sandbox/process.h write_no_sigpipe), and a host
+// blocks SIGPIPE for good (base/sigpipe.h write_no_sigpipe), and a host
 // worker reuses its thread for later calls; posix_spawn otherwise passes the
 // caller's mask on (POSIX.1-2017 posix_spawn, POSIX_SPAWN_SETSIGMASK).
 // Sandboxes and strict Python reset their mask themselves (hardening::contain).

@@ -21,6 +21,7 @@
 #include <fmt/format.h>
 
 #include "taskyon/base/line_reader.h"
+#include "taskyon/base/sigpipe.h"
 #include "taskyon/base/spawn.h"
 #include "taskyon/registry/schema.h"
 
@@ -157,7 +158,7 @@ class Session {
     const auto line = message.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
     std::size_t done = 0;
     while (done < line.size()) {
-      const ssize_t n = ::write(in_, line.data() + done, line.size() - done);
+      const ssize_t n = write_no_sigpipe(in_, line.data() + done, line.size() - done);  // a server gone: EPIPE, not SIGPIPE
       if (n > 0) {
         done += static_cast<std::size_t>(n);
         continue;

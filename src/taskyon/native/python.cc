@@ -23,6 +23,7 @@
 
 #include <fmt/format.h>
 
+#include "taskyon/base/sigpipe.h"
 #include "taskyon/hardening/probe.h"
 #include "taskyon/hardening/runtime_files.h"
 #include "taskyon/modules/module.h"
@@ -224,7 +225,7 @@ Collected collect(sandbox::Child& child, std::string_view input, std::chrono::mi
     if (ready < 0 && errno != EINTR) break;
     if (ready <= 0) continue;
     if (i_in >= 0 && fds[i_in].revents != 0) {
-      const ssize_t w = sandbox::write_no_sigpipe(in, input.data() + written, input.size() - written);
+      const ssize_t w = write_no_sigpipe(in, input.data() + written, input.size() - written);
       if (w > 0) written += static_cast<std::size_t>(w);
       if ((w < 0 && errno != EAGAIN && errno != EINTR) || written == input.size()) close_stdin();
     }

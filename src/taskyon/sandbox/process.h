@@ -142,10 +142,4 @@ class Launcher {
   std::thread thread_;
 };
 
-// write(2) that never raises SIGPIPE: the first call on a thread blocks
-// SIGPIPE for that thread for good (threads it starts later inherit the mask),
-// and a write that fails with EPIPE consumes the pending SIGPIPE. Returns what
-// write returns; errno is preserved.
-ssize_t write_no_sigpipe(int fd, const void* data, std::size_t size) noexcept;
-
 }  // namespace taskyon::sandbox

@@ -21,6 +21,7 @@
 
 #include <fmt/format.h>
 
+#include "taskyon/base/sigpipe.h"
 #include "taskyon/sandbox/capability_runner.h"
 #include "taskyon/sandbox/guest.h"
 #include "taskyon/sandbox/memory.h"
