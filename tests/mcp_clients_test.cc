@@ -61,6 +61,19 @@ TEST(McpClients, KeepsTheServerRunningBetweenCallsAndRestartsItWhenItDies) {
   EXPECT_NE(clients.pids()[0], pid);
 }
 
+// Calls `server`'s echo tool from a new thread whose signal mask is `mask`
+// (a host worker's, or a fresh thread's); true when the call returned ok.
+bool echo_from_thread_with_mask(McpClients& clients, const McpServer& server, const sigset_t& mask) {
+  bool ok = false;
+  std::thread caller([&] {
+    if (pthread_sigmask(SIG_SETMASK, &mask, nullptr) != 0) return;
+    auto called = clients.call_tool(server, "echo", {{"message", "mask"}}, Value(), 20s, {});
+    ok = called && called->status == sandbox::Status::ok;
+  });
+  caller.join();
+  return ok;
+}
+
 // A server starts with no signal blocked, whatever the calling thread blocks:
 // a host worker that wrote to a sandbox blocks SIGPIPE for good
 // (write_no_sigpipe) and runs later calls on the same thread, and
@@ -76,17 +89,10 @@ TEST(McpClients, AServerStartsWithNoSignalBlocked) {
                           seen, kServer},
                          ""};
   McpClients clients;
-  bool ok = false;
-  std::thread worker([&] {
-    sigset_t pipe_set;
-    sigemptyset(&pipe_set);
-    sigaddset(&pipe_set, SIGPIPE);
-    ASSERT_EQ(pthread_sigmask(SIG_BLOCK, &pipe_set, nullptr), 0);
-    auto called = clients.call_tool(server, "echo", {{"message", "mask"}}, Value(), 20s, {});
-    ok = called && called->status == sandbox::Status::ok;
-  });
-  worker.join();
-  ASSERT_TRUE(ok);
+  sigset_t pipe_set;
+  sigemptyset(&pipe_set);
+  sigaddset(&pipe_set, SIGPIPE);
+  ASSERT_TRUE(echo_from_thread_with_mask(clients, server, pipe_set));
   std::ifstream status(seen);
   std::string line;
   std::getline(status, line);
@@ -109,16 +115,9 @@ TEST(McpClients, AServerThatClosesItsInputFailsTheCallNotTheHost) {
                         "time.sleep(30)\n"},
                        ""};
   McpClients clients;
-  bool failed = false;
-  std::thread caller([&] {
-    sigset_t none;
-    sigemptyset(&none);
-    ASSERT_EQ(pthread_sigmask(SIG_SETMASK, &none, nullptr), 0);
-    auto called = clients.call_tool(deaf, "echo", {{"message", "x"}}, Value(), 10s, {});
-    failed = !called || called->status != sandbox::Status::ok;
-  });
-  caller.join();
-  EXPECT_TRUE(failed);
+  sigset_t none;
+  sigemptyset(&none);
+  EXPECT_FALSE(echo_from_thread_with_mask(clients, deaf, none));
 }
 
 TEST(McpClients, ACancelledCallStopsItsServer) {
