@@ -1,19 +1,14 @@
 #include "taskyon/mcp/server.h"
 
 #include <array>
-#include <atomic>
-#include <chrono>
-#include <condition_variable>
-#include <deque>
 #include <exception>
 #include <functional>
 #include <map>
 #include <mutex>
-#include <system_error>
-#include <thread>
 
 #include <fmt/format.h>
 
+#include "taskyon/base/workers.h"
 #include "taskyon/tasks/provider.h"
 
 namespace taskyon::mcp {
@@ -138,7 +133,6 @@ struct Connection::Impl : std::enable_shared_from_this<Connection::Impl> {
   bool silent = false;  // close() ran: nothing more is emitted
 
   mutable std::mutex mu;
-  std::condition_variable calls_cv;
   std::string version;       // guarded by mu
   bool initialized = false;  // guarded by mu
   bool closed = false;       // guarded by mu
@@ -148,20 +142,13 @@ struct Connection::Impl : std::enable_shared_from_this<Connection::Impl> {
     bool cancelled_by_client = false;
   };
   std::map<std::string, Running> running;  // guarded by mu, keyed by dump(request id)
-  // The call workers (issue 19: a thread started for each tools/call cost the
-  // call a clone, a stack, five signal-mask calls, and the store connection
-  // and buffers a thread keeps). A call is queued for an idle worker, or a
-  // worker is started for it (unless one started already will take it): no
-  // call waits behind another. Calls one after another run on one worker, or
-  // on two when one comes in after the previous response but before that
-  // worker waits again; at most kMaxConcurrentCalls run at once. A worker ends
-  // once it has waited kWorkerIdle for a call, or at close().
-  std::deque<std::function<void()>> jobs;  // guarded by mu: calls no worker has taken yet
-  std::size_t idle = 0;                    // guarded by mu: workers waiting for a call
-  std::size_t starting = 0;                // guarded by mu: workers started that have not looked at `jobs` yet
-  std::size_t threads = 0;                 // guarded by mu: workers not yet finished
-  std::condition_variable work_cv;
-  static constexpr std::chrono::seconds kWorkerIdle{10};
+  // The call workers (base/workers.h; issue 19: a thread started for each
+  // tools/call cost the call a clone, a stack, five signal-mask calls, and
+  // the store connection and buffers a thread keeps). A call runs at once on
+  // the worker that went idle last, or on a new one: no call waits behind
+  // another, calls one after another run on one worker, and at most
+  // kMaxConcurrentCalls run at once (`running`). close() waits for them.
+  Workers workers;
 
   void emit(Value message, Value related = Value()) {
     std::lock_guard lock(sink_mu);
@@ -291,8 +278,6 @@ struct Connection::Impl : std::enable_shared_from_this<Connection::Impl> {
     request.tool = params["name"].get<std::string>();
     if (params.contains("arguments") && params["arguments"].is_object()) request.arguments = params["arguments"];
     const std::string key = dump(id);
-    bool queued = false;     // a waiting or starting worker will take it
-    bool wake_idle = false;  // notified after the lock is let go: the worker it wakes takes it at once
     {
       std::lock_guard lock(mu);
       if (closed) return;
@@ -306,52 +291,17 @@ struct Connection::Impl : std::enable_shared_from_this<Connection::Impl> {
         return;
       }
       running.emplace(key, Running{request.cancel, false});
-      jobs.push_back([this, id, key, progress_token, request = std::move(request)]() mutable {
-        run(id, key, progress_token, std::move(request));
-      });
-      if (jobs.size() <= idle + starting) {  // each queued call has a worker that will take it
-        queued = true;
-        wake_idle = idle > 0;
-      } else {
-        try {
-          std::thread([self = shared_from_this()] { self->work(); }).detach();  // waits for mu
-          ++threads;
-          ++starting;
-          return;
-        } catch (const std::system_error&) {
-          jobs.pop_back();  // this call's: the lock was held since it was queued
-          running.erase(key);
-        }
-      }
     }
-    if (wake_idle) work_cv.notify_one();
-    if (queued) return;
+    const bool started = workers.run([this, id, key, progress_token, request = std::move(request)]() mutable {
+      run(id, key, progress_token, std::move(request));
+    });
+    if (started) return;
+    {
+      std::lock_guard lock(mu);
+      running.erase(key);
+      if (closed) return;
+    }
     emit(result_response(id, tool_error("the host cannot start a thread for this call now; call again")), id);
-  }
-
-  // A worker: runs queued calls, in order, until none has come for
-  // kWorkerIdle or the connection is closed and nothing is left queued.
-  void work() {
-    std::unique_lock lock(mu);
-    --starting;
-    for (;;) {
-      if (!jobs.empty()) {
-        auto job = std::move(jobs.front());
-        jobs.pop_front();
-        lock.unlock();
-        job();
-        lock.lock();
-        continue;
-      }
-      if (closed) break;
-      ++idle;
-      const bool woken = work_cv.wait_for(lock, kWorkerIdle, [&] { return !jobs.empty() || closed; });
-      --idle;
-      if (!woken) break;
-    }
-    --threads;
-    lock.unlock();
-    calls_cv.notify_all();
   }
 
   void run(const Value& id, const std::string& key, const Value& progress_token, host::CallRequest request) {
@@ -449,17 +399,18 @@ struct Connection::Impl : std::enable_shared_from_this<Connection::Impl> {
   }
 
   void close() {
+    bool first = false;
     {
-      std::unique_lock lock(mu);
-      if (closed && threads == 0) return;
+      std::lock_guard lock(mu);
+      first = !closed;
       closed = true;
       for (auto& [_, r] : running) {
         r.cancelled_by_client = true;  // nobody to answer: the client is gone (H5: disconnect)
         r.cancel.cancel();
       }
-      work_cv.notify_all();  // idle workers end; busy ones after the calls queued
-      calls_cv.wait(lock, [&] { return threads == 0; });
     }
+    workers.close();  // idle workers end; busy ones once their calls have answered
+    if (!first) return;
     tools_changed.reset();
     {
       std::lock_guard lock(sink_mu);
@@ -536,8 +487,7 @@ bool Connection::initialized() const {
 const host::SessionId& Connection::session() const { return impl_->session; }
 
 std::size_t Connection::idle_workers() const {
-  std::lock_guard lock(impl_->mu);
-  return impl_->idle;
+  return impl_->workers.idle();
 }
 
 std::size_t Connection::running_calls() const {

@@ -27,9 +27,9 @@
 //                              refusals and invalid arguments are isError results
 //                              with a message a model can act on; an unknown tool
 //                              is JSON-RPC -32602. Runs on a worker of the
-//                              connection (reused; one is started when none is
-//                              idle, so a call never waits behind another; an
-//                              idle one ends after 10 s); while it runs, logs
+//                              connection (base/workers.h: the one idle last,
+//                              or a new one, so a call never waits behind
+//                              another; an idle one ends after 10 s); while it runs, logs
 //                              stream as notifications/message and
 //                              context.progress as notifications/progress (when
 //                              the request's _meta has a progressToken), before
