@@ -3,12 +3,15 @@
 // on activation (S3). The Capabilities object here is the test's own host
 // side: what is under test is the protocol, the harness and the pool.
 #include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <fstream>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -38,6 +41,7 @@ class ScriptedHost : public Capabilities {
     {
       std::lock_guard lock(mu);
       seen.push_back({std::string(revision), op, args});
+      helper_tids.insert(static_cast<pid_t>(::syscall(SYS_gettid)));
     }
     if (block_until_cancelled) {  // a long transfer that only a cancel ends
       while (!cancel.cancelled() && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(5ms);
@@ -60,6 +64,7 @@ class ScriptedHost : public Capabilities {
 
   std::mutex mu;
   std::vector<Seen> seen;
+  std::set<pid_t> helper_tids;  // the threads handle() ran on
   bool refuse = false;
   bool block_until_cancelled = false;
   std::size_t huge = 0;
@@ -98,6 +103,27 @@ TEST(SandboxCapabilities, GlobalFetchIsContextFetch) {  // M2
                                &host));
   ASSERT_EQ(out.status, Status::ok) << out.error;
   EXPECT_EQ(out.value, true);
+}
+
+// Issue 19: a capability request runs on a reused helper thread
+// (base/workers.h), not on a thread started for it.
+TEST(SandboxCapabilities, RequestsOneAfterAnotherRunOnReusedHelperThreads) {
+  Pool pool;
+  ScriptedHost host;
+  const auto req = request("sha256:reuse", R"(async (a, context) => {
+      for (let i = 0; i < 10; ++i) await context.storage.get('k' + i);
+      return 'done';
+    })",
+                           &host);
+  for (int call = 0; call < 3; ++call) {
+    auto out = run(pool, req);
+    ASSERT_EQ(out.status, Status::ok) << out.error;
+  }
+  ASSERT_EQ(host.seen.size(), 30u);
+  // Usually one thread; a request that comes before the previous helper waits
+  // again takes another idle one or starts one. A thread per request: 30.
+  EXPECT_LE(host.helper_tids.size(), 4u) << "30 requests ran on " << host.helper_tids.size() << " threads";
+  EXPECT_FALSE(host.helper_tids.contains(static_cast<pid_t>(::syscall(SYS_gettid))));
 }
 
 TEST(SandboxCapabilities, FetchTravelsAsOneTypedRequestWithTheChannelsRevision) {  // M3

@@ -4,10 +4,10 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <thread>
 
 #include <fmt/format.h>
 
+#include "taskyon/base/workers.h"
 #include "taskyon/sandbox/protocol.h"
 
 namespace taskyon::sandbox {
@@ -21,8 +21,14 @@ struct CapabilityRunner::Job {
   bool stale = false;     // a request of ended call `stale_call`: refused_stale(), then "denied"
   std::uint64_t stale_call = 0;
   std::string stale_attribution;
-  std::thread thread;
-  std::atomic<bool> done{false};  // the helper has finished (reply written)
+  std::atomic<bool> done{false};      // the reply is written; set before fd_ is signalled
+  std::atomic<bool> released{false};  // the helper no longer touches the runner (fd_ signalled)
+
+  // Until the helper has let go of the runner: stop() and collect() may then
+  // drop the job, and the runner and its fd_ go.
+  void wait_released() const {
+    while (!released.load(std::memory_order_acquire)) released.wait(false, std::memory_order_acquire);
+  }
 };
 
 CapabilityRunner::CapabilityRunner(std::string_view revision, Capabilities* capabilities,
@@ -67,7 +73,7 @@ void CapabilityRunner::enqueue(std::uint64_t req, CapabilityOp op, json::Value a
         max_frame_bytes);
     return;
   }
-  auto job = std::make_unique<Job>();
+  auto job = std::make_shared<Job>();
   job->req = req;
   job->op = op;
   job->args = std::move(args);
@@ -85,7 +91,7 @@ void CapabilityRunner::enqueue_stale(std::uint64_t req, CapabilityOp op, json::V
     out += protocol::encode_cap_reply(req, reply, max_frame_bytes);
     return;
   }
-  auto job = std::make_unique<Job>();
+  auto job = std::make_shared<Job>();
   job->req = req;
   job->op = op;
   job->args = std::move(args);
@@ -98,21 +104,31 @@ void CapabilityRunner::enqueue_stale(std::uint64_t req, CapabilityOp op, json::V
 }
 
 void CapabilityRunner::start_next(std::string& out, std::size_t max_frame_bytes) {
-  (void)out, (void)max_frame_bytes;
   if (running_ || queued_.empty() || aborted_.size() >= kMaxAbortedRunning) return;
   running_ = std::move(queued_.front());
   queued_.pop_front();
-  Job* job = running_.get();
-  job->thread = std::thread([this, job] {
+  // On a reused thread of the process (base/workers.h; issue 19: a thread
+  // started per request cost what the request's own work did). The helper
+  // holds the job, so its last touch (the wake of a waiter) never lands on a
+  // job that stop() or collect() has dropped.
+  std::shared_ptr<Job> job = running_;
+  const bool started = shared_workers().run([this, job] {
     if (job->stale) {
       capabilities_->refused_stale(revision_, job->op, job->args, job->stale_attribution);
     } else {
       job->reply = capabilities_->handle(revision_, job->op, job->args, job->cancel, deadline_);
     }
-    job->done.store(true);
+    job->done.store(true, std::memory_order_release);
     const std::uint64_t one = 1;
     [[maybe_unused]] const ssize_t n = ::write(fd_, &one, sizeof one);
+    job->released.store(true, std::memory_order_release);
+    job->released.notify_all();
   });
+  if (started) return;
+  running_.reset();
+  out += protocol::encode_cap_reply(job->req, CapabilityReply::failure("denied", "the host cannot serve requests now"),
+                                    max_frame_bytes);
+  start_next(out, max_frame_bytes);
 }
 
 void CapabilityRunner::abort(std::uint64_t req, std::string& out, std::size_t max_frame_bytes) {
@@ -139,16 +155,16 @@ void CapabilityRunner::collect(std::string& out, std::size_t max_frame_bytes) {
   std::uint64_t count = 0;
   [[maybe_unused]] const ssize_t n = ::read(fd_, &count, sizeof count);
   for (auto it = aborted_.begin(); it != aborted_.end();) {
-    if (!(*it)->done.load()) {
+    if (!(*it)->done.load(std::memory_order_acquire)) {
       ++it;
       continue;
     }
-    (*it)->thread.join();
+    (*it)->wait_released();
     out += protocol::encode_cap_reply((*it)->req, (*it)->reply, max_frame_bytes);  // dropped by the harness
     it = aborted_.erase(it);
   }
-  if (running_ && running_->done.load()) {
-    running_->thread.join();
+  if (running_ && running_->done.load(std::memory_order_acquire)) {
+    running_->wait_released();
     out += protocol::encode_cap_reply(running_->req, running_->reply, max_frame_bytes);
     running_.reset();
   }
@@ -159,7 +175,7 @@ void CapabilityRunner::stop() {
   queued_.clear();
   if (running_) aborted_.push_back(std::move(running_));
   for (auto& job : aborted_) job->cancel.cancel();
-  for (auto& job : aborted_) job->thread.join();
+  for (auto& job : aborted_) job->wait_released();
   if (aborted_.empty()) return;
   aborted_.clear();
   std::uint64_t count = 0;

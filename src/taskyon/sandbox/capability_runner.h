@@ -1,6 +1,7 @@
 // The capability requests of one sandbox call, run off the thread that reads
 // the sandbox's frames (pool.h protocol; issue 12 item 3): one request at a
-// time on a helper thread, the others queued in order, so that the reading
+// time on a helper thread (a reused worker of the process, base/workers.h),
+// the others queued in order, so that the reading
 // thread sees an "abort" frame, the call's deadline and its cancellation while
 // a request runs. Each request has its own CancelToken: an abort frame fires
 // it (the fetch stops, capability/fetch.h FetchContext::cancelled) and sets the
@@ -40,7 +41,7 @@ class CapabilityRunner {
   CapabilityRunner& operator=(const CapabilityRunner&) = delete;
 
   // Readable (POLLIN) once the running request has finished; then collect().
-  // -1 until the first request that runs on the helper thread (made lazily).
+  // -1 until the first request that runs on a helper thread (made lazily).
   int fd() const;
 
   // A new request: started at once when none runs, else queued. Replies that
@@ -75,9 +76,9 @@ class CapabilityRunner {
   Capabilities* capabilities_;
   std::chrono::steady_clock::time_point deadline_;
   int fd_ = -1;  // eventfd the helper writes when it is done
-  std::unique_ptr<Job> running_;
-  std::deque<std::unique_ptr<Job>> aborted_;  // cancelled, still finishing
-  std::deque<std::unique_ptr<Job>> queued_;
+  std::shared_ptr<Job> running_;
+  std::deque<std::shared_ptr<Job>> aborted_;  // cancelled, still finishing
+  std::deque<std::shared_ptr<Job>> queued_;
 };
 
 }  // namespace taskyon::sandbox
