@@ -390,6 +390,26 @@ TEST_F(CapabilityFetch, M6_ResolutionIsBoundedByTheRequestsTimeout) {
   EXPECT_EQ(code_of(get(server().named_url("/ok"), d)), "timeout");
 }
 
+// Lookups run on the process's reused workers (base/workers.h): one that
+// outlived its request still holds its worker, and the next lookup gets
+// another at once.
+TEST_F(CapabilityFetch, M6_AStuckResolutionDoesNotHoldUpTheNext) {
+  auto stuck = std::make_shared<std::atomic<int>>(0);
+  FetchLimits limits;
+  limits.total_timeout = 200ms;
+  FetchContext c = context({Access::read}, limits);
+  c.resolve = counting(stuck, {}, 3000ms);
+  EXPECT_EQ(code_of(get(server().named_url("/ok"), c)), "timeout");
+  ASSERT_EQ(stuck->load(), 1);  // still sleeping on its worker
+  auto quick = std::make_shared<std::atomic<int>>(0);
+  limits.total_timeout = 2000ms;
+  FetchContext d = context({Access::read}, limits);
+  d.resolve = counting(quick, {*IpAddress::parse("127.0.0.1")});
+  const auto r = get(server().named_url("/ok"), d);
+  EXPECT_EQ(code_of(r), "ok") << r.response.error().message;  // behind the stuck one: "timeout"
+  EXPECT_EQ(quick->load(), 1);
+}
+
 TEST_F(CapabilityFetch, M6_ResolutionIsCancellable) {
   auto lookups = std::make_shared<std::atomic<int>>(0);
   std::atomic<bool> cancel{false};

@@ -29,8 +29,8 @@ std::expected<std::vector<Header>, FetchFailure> check_headers(const std::vector
 std::expected<std::vector<Header>, FetchFailure> fill_secrets(std::vector<Header> headers, std::string_view origin,
                                                              const SecretLookup& secret);
 
-// Step 3b: `resolve` (empty: resolve_system) for `host` on a detached worker
-// thread, waited for until `until` or `*cancelled`. getaddrinfo cannot be
+// Step 3b: `resolve` (empty: resolve_system) for `host` on a worker thread
+// of the process (base/workers.h shared_workers), waited for until `until` or `*cancelled`. getaddrinfo cannot be
 // interrupted, so a lookup that outlives its bound finishes (and is dropped)
 // on its worker; at most kMaxResolversInFlight such workers exist at once
 // (more: network). Failures: timeout, cancelled, network.

@@ -1,5 +1,8 @@
 // The system resolver for fetch(): getaddrinfo, A and AAAA (fetch.h), and
-// its bound: a detached worker per lookup (fetch_parts.h, resolve_bounded).
+// its bound: each lookup on a worker of the process (base/workers.h) that the
+// waiting fetch() leaves behind when its time runs out (fetch_parts.h,
+// resolve_bounded): a lookup that never returns holds its thread, not the
+// request, and no later lookup waits behind it.
 // getaddrinfo_a was not chosen: gai_cancel cannot stop a lookup in progress
 // either, and its completion needs signals or a thread anyway; libcurl's
 // threaded resolver is unused because the transfer is pinned to addresses
@@ -15,9 +18,8 @@
 #include <memory>
 #include <mutex>
 #include <string>
-#include <system_error>
-#include <thread>
 
+#include "taskyon/base/workers.h"
 #include "taskyon/capability/fetch_parts.h"
 
 namespace taskyon::capability {
@@ -82,18 +84,17 @@ std::expected<std::vector<IpAddress>, FetchFailure> resolve_bounded(std::string_
                                                          kMaxResolversInFlight)));
   }
   auto lookup = std::make_shared<Lookup>();
-  try {
-    std::thread([lookup, name = std::string(host), resolve] {
-      auto answers = resolve ? resolve(name) : resolve_system(name);
-      {
-        std::lock_guard lock(lookup->mutex);
-        lookup->answers = std::move(answers);
-        lookup->done = true;
-      }
-      lookup->done_cv.notify_all();
-      g_in_flight.fetch_sub(1);
-    }).detach();
-  } catch (const std::system_error&) {
+  const bool started = shared_workers().run([lookup, name = std::string(host), resolve] {
+    auto answers = resolve ? resolve(name) : resolve_system(name);
+    {
+      std::lock_guard lock(lookup->mutex);
+      lookup->answers = std::move(answers);
+      lookup->done = true;
+    }
+    lookup->done_cv.notify_all();
+    g_in_flight.fetch_sub(1);
+  });
+  if (!started) {
     g_in_flight.fetch_sub(1);
     return std::unexpected(failure(kNetwork, "the host could not start a name resolution"));
   }
