@@ -3,6 +3,7 @@
 //   PipePingPong            one line to /bin/cat and back: one round trip between two processes
 //   McpStdioToolsCall/warm  one tools/call of a trivial tool to `tycli mcp` (client -> tycli -> the
 //                           retained Node sandbox and back: two round trips), warm sandbox
+//   McpStdioToolsCall/storage  the same with one capability request (a granted storage.get) per call
 //   McpStdioToolsCall/first_prestarted  a revision's first tools/call to `tycli mcp --prestart 2`
 //                           against a warm call of the same process (first_x_warm)
 //   McpStdioCancel          H5 (issue 13: "frees its sandbox within 100 ms"): from writing
@@ -179,6 +180,21 @@ void McpStdioToolsCall(benchmark::State& state) {
   for (auto _ : state) call_echo(state, *mcp, id++);
 }
 BENCHMARK(McpStdioToolsCall)->Name("McpStdioToolsCall/warm")->Unit(benchmark::kMicrosecond);
+
+// The same with one capability request per call: the tool reads a key of its
+// storage (granted), so each call also crosses the sandbox's capability path
+// (a request frame, the host's helper, an audited store read, the reply).
+void McpStdioToolsCallStorage(benchmark::State& state) {
+  const BenchHome home("mcp-storage", "echo", "returns a stored value",
+                       "async (args, context) => ({ stored: await context.storage.get('k') })");
+  Child grant({TYCLI_PATH, "grant", "storage", "echo"}, home.env);
+  grant.line();
+  auto mcp = start_mcp(home, {});
+  int id = 1;
+  call_echo(state, *mcp, id++);
+  for (auto _ : state) call_echo(state, *mcp, id++);
+}
+BENCHMARK(McpStdioToolsCallStorage)->Name("McpStdioToolsCall/storage")->Unit(benchmark::kMicrosecond);
 
 // A revision's first tools/call to a `tycli mcp --prestart 2` whose spares
 // have had 2 s to start, against warm calls of the same process after its
