@@ -228,6 +228,25 @@ TEST_F(StoreGrants, StorageRoundTripWithAGrant) {
   }
 }
 
+// An operation and its audit row are one transaction: when the row cannot be
+// written, the operation is not done either (no unaudited write).
+TEST_F(StoreGrants, AStorageWriteWhoseAuditRowFailsIsNotDone) {
+  const auto a = install("kv", "x => x");
+  ASSERT_TRUE(grant_storage(*st, a, "alice"));
+  const Caller caller{a, "sha256:" + std::string(64, 'c')};
+  ASSERT_TRUE(*storage_set(*st, caller, "kept", 1));
+  const auto rows_before = query_audit(*st, {.since = std::nullopt, .revision = a, .limit = 0})->size();
+  ASSERT_TRUE(exec("CREATE TRIGGER audit_down BEFORE INSERT ON audit_log BEGIN SELECT RAISE(ABORT, 'audit down'); END"));
+  EXPECT_FALSE(storage_delete(*st, caller, "kept"));
+  EXPECT_FALSE(storage_set(*st, caller, "new", 2));
+  EXPECT_FALSE(storage_get(*st, caller, "kept"));
+  EXPECT_FALSE(storage_list(*st, caller, ""));
+  ASSERT_TRUE(exec("DROP TRIGGER audit_down"));
+  EXPECT_EQ(***storage_get(*st, caller, "kept"), Value(1)) << "deleted without its audit row";
+  EXPECT_EQ(**storage_list(*st, caller, ""), (std::vector<std::string>{"kept"}));
+  EXPECT_EQ(query_audit(*st, {.since = std::nullopt, .revision = a, .limit = 0})->size(), rows_before + 2);
+}
+
 TEST_F(StoreGrants, StorageSurvivesANewRevisionOnlyWhenThatRevisionHasItsOwnGrant) {  // S7, M17
   const auto a = install("kv", "x => x");
   ASSERT_TRUE(grant_storage(*st, a, "alice"));

@@ -63,39 +63,55 @@ Result<Outcome<T>> refused(Store& store, const Caller& caller, std::string_view 
   return Outcome<T>(std::unexpected(std::move(refusal)));
 }
 
+// One operation, its decision and its audit row in one write transaction:
+// what the audit row says (found, removed, how many keys) is what the
+// operation saw, no write is left unaudited, and the operation costs one
+// commit and one set of locks, not one per statement (issue 19). A refusal
+// commits too: its audit row is the point. A store error rolls it all back.
+template <typename T, typename Decide>
+Result<Outcome<T>> atomically(Store& store, Decide&& decide) {
+  auto tx = sql::Transaction::begin(store.database());
+  if (!tx) return std::unexpected(tx.error());
+  Result<Outcome<T>> out = decide();
+  if (!out) return out;
+  if (auto c = tx->commit(); !c) return std::unexpected(c.error());
+  return out;
+}
+
 }  // namespace
 
 Result<Outcome<std::optional<json::Value>>> storage_get(Store& store, const Caller& caller, std::string_view key,
                                                         const StorageQuota& quota) {
   using Out = std::optional<json::Value>;
-  auto tool = granted_tool(store, caller);
-  if (!tool) return std::unexpected(tool.error());
-  if (!*tool) return refused<Out>(store, caller, "get", key, "read", tool->error());
-  if (auto k = check_key(key, quota); !k) return refused<Out>(store, caller, "get", key, "read", k.error());
-  auto stmt = store.database().prepare("SELECT value FROM storage_items WHERE tool = ?1 AND key = ?2");
-  if (!stmt) return std::unexpected(stmt.error());
-  stmt->bind(1, **tool).bind(2, key);
-  auto row = stmt->step();
-  if (!row) return std::unexpected(row.error());
-  Out value;
-  if (*row) {
-    auto v = json::parse(stmt->text(0));
-    if (!v) return fail(Errc::integrity, fmt::format("stored value of \"{}\" key is not JSON", **tool), std::string(key));
-    value = std::move(*v);
-  }
-  stmt->reset();  // the read ends before the audit row is written
-  if (auto a = audit(store, caller, "get", key, "read", nullptr,
-                     fmt::format("storage grant of {} ({})", **tool, value ? "found" : "no such key"));
-      !a)
-    return std::unexpected(a.error());
-  return Outcome<Out>(std::move(value));
+  return atomically<Out>(store, [&]() -> Result<Outcome<Out>> {
+    auto tool = granted_tool(store, caller);
+    if (!tool) return std::unexpected(tool.error());
+    if (!*tool) return refused<Out>(store, caller, "get", key, "read", tool->error());
+    if (auto k = check_key(key, quota); !k) return refused<Out>(store, caller, "get", key, "read", k.error());
+    auto stmt = store.database().prepare("SELECT value FROM storage_items WHERE tool = ?1 AND key = ?2");
+    if (!stmt) return std::unexpected(stmt.error());
+    stmt->bind(1, **tool).bind(2, key);
+    auto row = stmt->step();
+    if (!row) return std::unexpected(row.error());
+    Out value;
+    if (*row) {
+      auto v = json::parse(stmt->text(0));
+      if (!v)
+        return fail(Errc::integrity, fmt::format("stored value of \"{}\" key is not JSON", **tool), std::string(key));
+      value = std::move(*v);
+    }
+    stmt->reset();  // the read ends before the audit row is written
+    if (auto a = audit(store, caller, "get", key, "read", nullptr,
+                       fmt::format("storage grant of {} ({})", **tool, value ? "found" : "no such key"));
+        !a)
+      return std::unexpected(a.error());
+    return Outcome<Out>(std::move(value));
+  });
 }
 
 Result<Outcome<void>> storage_set(Store& store, const Caller& caller, std::string_view key, const json::Value& value,
                                   const StorageQuota& quota) {
-  auto tx = sql::Transaction::begin(store.database());
-  if (!tx) return std::unexpected(tx.error());
-  auto decide = [&]() -> Result<Outcome<void>> {
+  return atomically<void>(store, [&]() -> Result<Outcome<void>> {
     auto tool = granted_tool(store, caller);
     if (!tool) return std::unexpected(tool.error());
     if (!*tool) return refused<void>(store, caller, "set", key, "write", tool->error());
@@ -138,53 +154,53 @@ Result<Outcome<void>> storage_set(Store& store, const Caller& caller, std::strin
         !a)
       return std::unexpected(a.error());
     return Outcome<void>();
-  };
-  auto out = decide();
-  if (!out) return out;  // the transaction rolls back
-  if (auto c = tx->commit(); !c) return std::unexpected(c.error());
-  return out;
+  });
 }
 
 Result<Outcome<bool>> storage_delete(Store& store, const Caller& caller, std::string_view key,
                                      const StorageQuota& quota) {
-  auto tool = granted_tool(store, caller);
-  if (!tool) return std::unexpected(tool.error());
-  if (!*tool) return refused<bool>(store, caller, "delete", key, "write", tool->error());
-  if (auto k = check_key(key, quota); !k) return refused<bool>(store, caller, "delete", key, "write", k.error());
-  auto stmt = store.database().prepare("DELETE FROM storage_items WHERE tool = ?1 AND key = ?2");
-  if (!stmt) return std::unexpected(stmt.error());
-  stmt->bind(1, **tool).bind(2, key);
-  if (auto r = stmt->run(); !r) return std::unexpected(r.error());
-  const bool removed = store.database().changes() > 0;
-  if (auto a = audit(store, caller, "delete", key, "write", nullptr,
-                     fmt::format("storage grant of {} ({})", **tool, removed ? "removed" : "no such key"));
-      !a)
-    return std::unexpected(a.error());
-  return Outcome<bool>(removed);
+  return atomically<bool>(store, [&]() -> Result<Outcome<bool>> {
+    auto tool = granted_tool(store, caller);
+    if (!tool) return std::unexpected(tool.error());
+    if (!*tool) return refused<bool>(store, caller, "delete", key, "write", tool->error());
+    if (auto k = check_key(key, quota); !k) return refused<bool>(store, caller, "delete", key, "write", k.error());
+    auto stmt = store.database().prepare("DELETE FROM storage_items WHERE tool = ?1 AND key = ?2");
+    if (!stmt) return std::unexpected(stmt.error());
+    stmt->bind(1, **tool).bind(2, key);
+    if (auto r = stmt->run(); !r) return std::unexpected(r.error());
+    const bool removed = store.database().changes() > 0;
+    if (auto a = audit(store, caller, "delete", key, "write", nullptr,
+                       fmt::format("storage grant of {} ({})", **tool, removed ? "removed" : "no such key"));
+        !a)
+      return std::unexpected(a.error());
+    return Outcome<bool>(removed);
+  });
 }
 
 Result<Outcome<std::vector<std::string>>> storage_list(Store& store, const Caller& caller, std::string_view prefix) {
   using Out = std::vector<std::string>;
-  auto tool = granted_tool(store, caller);
-  if (!tool) return std::unexpected(tool.error());
-  if (!*tool) return refused<Out>(store, caller, "list", prefix, "read", tool->error());
-  auto stmt = store.database().prepare("SELECT key FROM storage_items WHERE tool = ?1");
-  if (!stmt) return std::unexpected(stmt.error());
-  stmt->bind(1, **tool);
-  Out keys;
-  for (;;) {
-    auto row = stmt->step();
-    if (!row) return std::unexpected(row.error());
-    if (!*row) break;
-    auto key = stmt->text(0);
-    if (key.starts_with(prefix)) keys.push_back(std::move(key));
-  }
-  std::sort(keys.begin(), keys.end());
-  if (auto a = audit(store, caller, "list", prefix, "read", nullptr,
-                     fmt::format("storage grant of {} ({} keys)", **tool, keys.size()));
-      !a)
-    return std::unexpected(a.error());
-  return Outcome<Out>(std::move(keys));
+  return atomically<Out>(store, [&]() -> Result<Outcome<Out>> {
+    auto tool = granted_tool(store, caller);
+    if (!tool) return std::unexpected(tool.error());
+    if (!*tool) return refused<Out>(store, caller, "list", prefix, "read", tool->error());
+    auto stmt = store.database().prepare("SELECT key FROM storage_items WHERE tool = ?1");
+    if (!stmt) return std::unexpected(stmt.error());
+    stmt->bind(1, **tool);
+    Out keys;
+    for (;;) {
+      auto row = stmt->step();
+      if (!row) return std::unexpected(row.error());
+      if (!*row) break;
+      auto key = stmt->text(0);
+      if (key.starts_with(prefix)) keys.push_back(std::move(key));
+    }
+    std::sort(keys.begin(), keys.end());
+    if (auto a = audit(store, caller, "list", prefix, "read", nullptr,
+                       fmt::format("storage grant of {} ({} keys)", **tool, keys.size()));
+        !a)
+      return std::unexpected(a.error());
+    return Outcome<Out>(std::move(keys));
+  });
 }
 
 }  // namespace taskyon::store
