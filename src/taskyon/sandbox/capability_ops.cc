@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <mutex>
 #include <utility>
 
 #include "taskyon/sandbox/pool.h"
@@ -51,6 +52,8 @@ struct CancelToken::State {
   // request's whose transfer polls flag()), and each descriptor cost a call
   // two system calls.
   std::atomic<int> fd{-1};
+  std::mutex watch_mu;  // cancel() wakes `watcher` only while it is registered
+  int watcher = -1;     // guarded by watch_mu: a Watch's descriptor, -1 for none
 };
 
 namespace {
@@ -71,6 +74,27 @@ CancelToken::CancelToken() : state_(std::make_shared<State>()) {}
 void CancelToken::cancel() const {
   if (state_->cancelled.exchange(true)) return;
   if (const int fd = state_->fd.load(); fd >= 0) wake(fd);
+  // Under the lock, so that a Watch's owner, once the Watch is gone, may
+  // close its descriptor: no wake is still on its way to it.
+  std::lock_guard lock(state_->watch_mu);
+  if (state_->watcher >= 0) wake(state_->watcher);
+}
+
+// The Watch registers under the lock, then its owner looks at the flag: a
+// cancel whose lock came first set the flag before it (seen), one whose lock
+// came after finds the descriptor (woken).
+CancelToken::Watch::Watch(const CancelToken& token, int fd) : state_(token.state_) {
+  if (fd < 0) return;
+  std::lock_guard lock(state_->watch_mu);
+  if (state_->watcher >= 0) return;
+  state_->watcher = fd;
+  registered_ = true;
+}
+
+CancelToken::Watch::~Watch() {
+  if (!registered_) return;
+  std::lock_guard lock(state_->watch_mu);
+  state_->watcher = -1;
 }
 
 int CancelToken::fd() const {

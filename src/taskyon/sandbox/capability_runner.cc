@@ -1,6 +1,5 @@
 #include "taskyon/sandbox/capability_runner.h"
 
-#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -17,37 +16,27 @@ struct CapabilityRunner::Job {
   CapabilityOp op = CapabilityOp::fetch;
   json::Value args;
   CancelToken cancel;     // this request's own: abort frame, or the call's end
-  CapabilityReply reply;  // written by the helper before it signals fd_
+  CapabilityReply reply;  // written by the helper before it wakes the owner
   bool stale = false;     // a request of ended call `stale_call`: refused_stale(), then "denied"
   std::uint64_t stale_call = 0;
   std::string stale_attribution;
-  std::atomic<bool> done{false};      // the reply is written; set before fd_ is signalled
-  std::atomic<bool> released{false};  // the helper no longer touches the runner (fd_ signalled)
+  std::atomic<bool> done{false};      // the reply is written; set before the owner is woken
+  std::atomic<bool> released{false};  // the helper no longer touches the runner (the owner woken)
 
   // Until the helper has let go of the runner: stop() and collect() may then
-  // drop the job, and the runner and its fd_ go.
+  // drop the job, and the runner go.
   void wait_released() const {
     while (!released.load(std::memory_order_acquire)) released.wait(false, std::memory_order_acquire);
   }
 };
 
+// The wake descriptor is the owner's (issue 19: an eventfd made and closed
+// per call that made a request cost two system calls).
 CapabilityRunner::CapabilityRunner(std::string_view revision, Capabilities* capabilities,
-                                   std::chrono::steady_clock::time_point deadline)
-    : revision_(revision), capabilities_(capabilities), deadline_(deadline) {}
+                                   std::chrono::steady_clock::time_point deadline, int wake_fd)
+    : revision_(revision), capabilities_(capabilities), deadline_(deadline), wake_fd_(wake_fd) {}
 
-// The eventfd is made with the first request that needs the helper thread, so
-// a call that makes none costs no descriptor (issue 19: per-call syscalls).
-bool CapabilityRunner::ready_fd() {
-  if (fd_ < 0) fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  return fd_ >= 0;
-}
-
-CapabilityRunner::~CapabilityRunner() {
-  stop();
-  if (fd_ >= 0) ::close(fd_);
-}
-
-int CapabilityRunner::fd() const { return fd_; }
+CapabilityRunner::~CapabilityRunner() { stop(); }
 
 void CapabilityRunner::enqueue(std::uint64_t req, CapabilityOp op, json::Value args, std::string& out,
                                std::size_t max_frame_bytes) {
@@ -57,11 +46,6 @@ void CapabilityRunner::enqueue(std::uint64_t req, CapabilityOp op, json::Value a
         CapabilityReply::failure("denied", fmt::format("this host grants no capabilities to this call ({} refused)",
                                                        capability_op_name(op))),
         max_frame_bytes);
-    return;
-  }
-  if (!ready_fd()) {
-    out += protocol::encode_cap_reply(req, CapabilityReply::failure("denied", "the host cannot serve requests now"),
-                                      max_frame_bytes);
     return;
   }
   if (queued_.size() >= kMaxQueuedRequests) {
@@ -87,7 +71,7 @@ void CapabilityRunner::enqueue_stale(std::uint64_t req, CapabilityOp op, json::V
       "denied", fmt::format("{} refused: this context belongs to call {}, which has ended (each call gets its own "
                             "context)",
                             capability_op_name(op), ended_call));
-  if (!capabilities_ || !ready_fd() || queued_.size() >= kMaxQueuedRequests) {
+  if (!capabilities_ || queued_.size() >= kMaxQueuedRequests) {
     out += protocol::encode_cap_reply(req, reply, max_frame_bytes);
     return;
   }
@@ -120,7 +104,7 @@ void CapabilityRunner::start_next(std::string& out, std::size_t max_frame_bytes)
     }
     job->done.store(true, std::memory_order_release);
     const std::uint64_t one = 1;
-    [[maybe_unused]] const ssize_t n = ::write(fd_, &one, sizeof one);
+    [[maybe_unused]] const ssize_t n = ::write(wake_fd_, &one, sizeof one);
     job->released.store(true, std::memory_order_release);
     job->released.notify_all();
   });
@@ -152,8 +136,6 @@ void CapabilityRunner::abort(std::uint64_t req, std::string& out, std::size_t ma
 }
 
 void CapabilityRunner::collect(std::string& out, std::size_t max_frame_bytes) {
-  std::uint64_t count = 0;
-  [[maybe_unused]] const ssize_t n = ::read(fd_, &count, sizeof count);
   for (auto it = aborted_.begin(); it != aborted_.end();) {
     if (!(*it)->done.load(std::memory_order_acquire)) {
       ++it;
@@ -176,10 +158,7 @@ void CapabilityRunner::stop() {
   if (running_) aborted_.push_back(std::move(running_));
   for (auto& job : aborted_) job->cancel.cancel();
   for (auto& job : aborted_) job->wait_released();
-  if (aborted_.empty()) return;
-  aborted_.clear();
-  std::uint64_t count = 0;
-  [[maybe_unused]] const ssize_t n = ::read(fd_, &count, sizeof count);
+  aborted_.clear();  // their wakes stay in the owner's eventfd: a later poll drains them
 }
 
 }  // namespace taskyon::sandbox

@@ -35,14 +35,16 @@ inline constexpr std::size_t kMaxAbortedRunning = 4;
 class CapabilityRunner {
  public:
   // `capabilities` null: every request is answered "denied" at once.
-  CapabilityRunner(std::string_view revision, Capabilities* capabilities, std::chrono::steady_clock::time_point deadline);
+  // `wake_fd`: an eventfd of the owner's (a sandbox's), open for longer than
+  // the runner lives; a helper that has finished a request writes it, and
+  // the owner, once it polls readable, drains it and calls collect(). It may
+  // be woken for nothing (a cancel, an earlier call's late wake): collect()
+  // then does nothing.
+  CapabilityRunner(std::string_view revision, Capabilities* capabilities,
+                   std::chrono::steady_clock::time_point deadline, int wake_fd);
   ~CapabilityRunner();  // stop()
   CapabilityRunner(const CapabilityRunner&) = delete;
   CapabilityRunner& operator=(const CapabilityRunner&) = delete;
-
-  // Readable (POLLIN) once the running request has finished; then collect().
-  // -1 until the first request that runs on a helper thread (made lazily).
-  int fd() const;
 
   // A new request: started at once when none runs, else queued. Replies that
   // are due now (refusals) are appended to `out` as cap frames.
@@ -59,8 +61,8 @@ class CapabilityRunner {
   // "cancelled"; an answered one is left alone.
   void abort(std::uint64_t req, std::string& out, std::size_t max_frame_bytes);
 
-  // After fd() became readable: appends the finished request's reply to `out`
-  // and starts the next queued one.
+  // After `wake_fd` became readable: appends the finished request's reply to
+  // `out` and starts the next queued one.
   void collect(std::string& out, std::size_t max_frame_bytes);
 
   // The call ended: cancels the running request and waits for it, drops the
@@ -70,12 +72,11 @@ class CapabilityRunner {
  private:
   struct Job;
   void start_next(std::string& out, std::size_t max_frame_bytes);
-  bool ready_fd();  // makes fd_ if it is not made yet; false when eventfd fails
 
   std::string revision_;
   Capabilities* capabilities_;
   std::chrono::steady_clock::time_point deadline_;
-  int fd_ = -1;  // eventfd the helper writes when it is done
+  int wake_fd_;  // the owner's eventfd, written by a helper when it is done
   std::shared_ptr<Job> running_;
   std::deque<std::shared_ptr<Job>> aborted_;  // cancelled, still finishing
   std::deque<std::shared_ptr<Job>> queued_;

@@ -148,6 +148,8 @@ struct CapabilityReply {
 // An abort signal for one call, safe to fire from any thread, at any time
 // (S5). Copies share one state. Once cancelled it stays cancelled.
 class CancelToken {
+  struct State;
+
  public:
   CancelToken();
   void cancel() const;
@@ -157,8 +159,26 @@ class CancelToken {
   // waited on holds no descriptor); -1 if none could be made.
   int fd() const;
 
+  // While a Watch lives, cancel() also wakes `fd`: an eventfd of the
+  // watcher's own, which it polls and drains and keeps open until the Watch
+  // is gone (a sandbox's, for call after call: issue 19, no descriptor made
+  // and closed per call). Look at cancelled() after making the Watch: a
+  // cancel before it wakes nothing. One Watch per token at a time; a second
+  // is not registered() and wakes nothing (poll fd() instead).
+  class Watch {
+   public:
+    Watch(const CancelToken& token, int fd);
+    ~Watch();
+    Watch(const Watch&) = delete;
+    Watch& operator=(const Watch&) = delete;
+    bool registered() const { return registered_; }
+
+   private:
+    std::shared_ptr<State> state_;
+    bool registered_ = false;
+  };
+
  private:
-  struct State;
   std::shared_ptr<State> state_;
 };
 

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -201,7 +202,8 @@ Sandbox::Sandbox(std::unique_ptr<Child> child, std::string workdir, std::string 
       max_frame_bytes_(config.max_frame_bytes), max_log_bytes_(config.max_log_bytes),
       reader_(config.max_frame_bytes), chunk_(std::make_unique_for_overwrite<char[]>(kChunk)),
       // the runtime's own statm (in a PID namespace child_->pid() is its init)
-      statm_(::open(fmt::format("/proc/{}/statm", child_->runtime_pid()).c_str(), O_RDONLY | O_CLOEXEC)) {
+      statm_(::open(fmt::format("/proc/{}/statm", child_->runtime_pid()).c_str(), O_RDONLY | O_CLOEXEC)),
+      wake_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
   if (child_->pid() != child_->runtime_pid())
     init_statm_.reset(::open(fmt::format("/proc/{}/statm", child_->pid()).c_str(), O_RDONLY | O_CLOEXEC));
 }
@@ -275,8 +277,11 @@ Result<std::shared_ptr<Sandbox>> Sandbox::start(Launcher& launcher, const std::s
     fs::remove_all(pattern, ec);
     return std::unexpected(std::move(child.error()));
   }
-  return std::shared_ptr<Sandbox>(
-      new Sandbox(std::move(*child), std::move(pattern), std::move(revision), mode, config));
+  std::shared_ptr<Sandbox> sandbox(new Sandbox(std::move(*child), std::move(pattern), std::move(revision), mode, config));
+  if (!sandbox->wake_) {  // the sandbox's destructor kills its child and removes its directory
+    return fail(Errc::internal, "cannot make the sandbox's wake descriptor (eventfd failed)");
+  }
+  return sandbox;
 }
 
 Sandbox::~Sandbox() {
@@ -302,15 +307,18 @@ std::optional<std::string> Sandbox::killed_reason() const {
 // child's stdin while reading its stdout (frames, handed to on_line) and
 // stderr (into `logs`), until on_line reports the terminal frame, the deadline
 // passes, `cancel` fires, the child closes fd 1 or exits, or a frame is
-// refused. on_line(std::string line, std::string& out) ->
+// refused. `wake_` is polled too: `cancel` wakes it (a Watch) and so does a
+// finished capability request, after which on_wake(out) runs (it may append
+// frames to `out`); wakes for nothing (a late one of an earlier call) only
+// cost a poll. on_line(std::string line, std::string& out) ->
 // std::expected<bool, protocol::Violation>: true for the terminal frame; it
 // may append frames to `out` (capability replies), which are written in order.
 // The common case costs one write (the frame fits in the pipe: written before
 // any poll), one blocking poll and one read of fd 1 (issue 19), plus the read
 // of fd 2 that finish() makes; the read buffer is the sandbox's own.
-template <typename OnLine, typename ExtraFd, typename OnExtra>
+template <typename OnLine, typename OnWake>
 Sandbox::Ended Sandbox::exchange(std::string_view first, Deadline deadline, const CancelToken& cancel,
-                                 OnLine&& on_line, LogBook& logs, ExtraFd&& extra_fd, OnExtra&& on_extra) {
+                                 OnLine&& on_line, LogBook& logs, OnWake&& on_wake) {
   char* const chunk = chunk_.get();
   std::string out;     // frames due after `first`
   std::size_t sent = 0;  // bytes of `out` written
@@ -395,6 +403,8 @@ Sandbox::Ended Sandbox::exchange(std::string_view first, Deadline deadline, cons
     return ended;
   };
 
+  const CancelToken::Watch watch(cancel, wake_.get());  // the flag is looked at below, after this
+  const int cancel_fd = watch.registered() ? -1 : cancel.fd();  // another exchange watches the token
   if (auto ended = take_lines()) return finish(std::move(*ended));  // lines held from before
   if (!flush()) {
     if (auto ended = input_closed()) return finish(std::move(*ended));
@@ -413,10 +423,9 @@ Sandbox::Ended Sandbox::exchange(std::string_view first, Deadline deadline, cons
     if (in_at >= 0) fds[count++] = {child_->stdin_fd(), POLLOUT, 0};
     const int pid_at = child_->pidfd() >= 0 ? count : -1;
     if (pid_at >= 0) fds[count++] = {child_->pidfd(), POLLIN, 0};
-    if (cancel.fd() >= 0) fds[count++] = {cancel.fd(), POLLIN, 0};  // wakes the poll; checked above
-    const int extra = extra_fd();
-    const int extra_at = extra >= 0 ? count : -1;
-    if (extra_at >= 0) fds[count++] = {extra, POLLIN, 0};
+    const int wake_at = count;  // a cancel (checked above) or a finished request
+    fds[count++] = {wake_.get(), POLLIN, 0};
+    if (cancel_fd >= 0) fds[count++] = {cancel_fd, POLLIN, 0};
     const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - now).count();
     const int ready = ::poll(fds, static_cast<nfds_t>(count), static_cast<int>(std::min<long long>(left, INT_MAX)));
     if (ready < 0) {
@@ -426,7 +435,11 @@ Sandbox::Ended Sandbox::exchange(std::string_view first, Deadline deadline, cons
     if (in_at >= 0 && fds[in_at].revents != 0 && !flush()) {
       if (auto ended = input_closed()) return finish(std::move(*ended));
     }
-    if (extra_at >= 0 && fds[extra_at].revents != 0) on_extra(out);  // may append frames to `out`
+    if (fds[wake_at].revents != 0) {
+      std::uint64_t wakes = 0;
+      [[maybe_unused]] const ssize_t n = ::read(wake_.get(), &wakes, sizeof wakes);
+      on_wake(out);  // may append frames to `out`
+    }
     const bool stderr_quiet = err_at < 0 || fds[err_at].revents == 0;
     if (!stderr_quiet) read_stderr(1);
     if (fds[out_at].revents != 0) {
@@ -485,7 +498,7 @@ Sandbox::Loaded Sandbox::load(std::string_view load_frame, Deadline deadline, co
     return true;
   };
   Ended ended = exchange(then.empty() ? load_frame : std::string_view(frames), deadline, cancel, on_line, logs,
-                         [] { return -1; }, [](std::string&) {});
+                         [](std::string&) {});
   loaded.logs = std::move(logs.entries);
   if (ended.how == End::done && ended.first_sent < load_frame.size()) {
     ended = Ended{End::violation, "the sandbox answered before it had read its load frame"};
@@ -541,7 +554,7 @@ CallOutcome Sandbox::call(std::uint64_t id, std::string_view call_frame, Deadlin
     logs.add_stderr(carried_stderr_);
     carried_stderr_.clear();
   }
-  CapabilityRunner runner(revision_, capabilities, deadline);
+  CapabilityRunner runner(revision_, capabilities, deadline, wake_.get());
   std::size_t progress_frames = 0;
   auto on_line = [&](std::string line, std::string& out) -> std::expected<bool, protocol::Violation> {
     auto frame = protocol::parse_call_reply(line, id);
@@ -599,7 +612,7 @@ CallOutcome Sandbox::call(std::uint64_t id, std::string_view call_frame, Deadlin
     }
   };
   auto on_done = [&](std::string& out) { runner.collect(out, max_frame_bytes_); };
-  Ended ended = exchange(call_frame, deadline, cancel, on_line, logs, [&] { return runner.fd(); }, on_done);
+  Ended ended = exchange(call_frame, deadline, cancel, on_line, logs, on_done);
   switch (ended.how) {
     case End::done:
       break;

@@ -180,9 +180,9 @@ class Sandbox {
     std::string message;         // violation: what was wrong
     std::size_t first_sent = 0;  // bytes of the exchange's first frame(s) written
   };
-  template <typename OnLine, typename ExtraFd, typename OnExtra>
+  template <typename OnLine, typename OnWake>
   Ended exchange(std::string_view first, Deadline deadline, const CancelToken& cancel, OnLine&& on_line,
-                 LogBook& logs, ExtraFd&& extra_fd, OnExtra&& on_extra);
+                 LogBook& logs, OnWake&& on_wake);
   std::string closed_message(std::string_view during);
 
   std::unique_ptr<Child> child_;
@@ -196,6 +196,7 @@ class Sandbox {
   std::unique_ptr<char[]> chunk_;  // one read from a pipe (kChunk bytes), reused by every call
   Fd statm_;                       // /proc/PID/statm of the runtime, -1 if it could not be opened
   Fd init_statm_;                  // /proc/PID/statm of its init (PID namespace only), else -1
+  Fd wake_;  // eventfd: a cancel of the running call, a finished capability request (exchange())
   std::atomic<bool> loaded_{false};                   // a load frame was answered "ready"
   mutable std::atomic<std::uint64_t> init_rss_{0};    // the init's RSS once loaded_, bytes; 0: not read yet
   bool stderr_open_ = true;
