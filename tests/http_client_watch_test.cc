@@ -4,7 +4,9 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -87,6 +89,36 @@ TEST(ClientWatch, DestructionWaitsForItsRunningPoll) {
   ASSERT_TRUE(eventually([&] { return in_poll.load(); }));
   watch.reset();
   EXPECT_TRUE(poll_done) << "the watch was destroyed while its poll ran";
+}
+
+// The polling thread's voluntary context switches (its wake-ups), or -1.
+long watch_thread_switches() {
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream comm(task.path() / "comm");
+    std::string name;
+    if (!std::getline(comm, name) || name != "taskyon-watch") continue;
+    std::ifstream status(task.path() / "status");
+    for (std::string line; std::getline(status, line);)
+      if (line.starts_with("voluntary_ctxt_switches:")) return std::stol(line.substr(24));
+  }
+  return -1;
+}
+
+// Issue 19: a request adds a watch to an empty set and removes it when it
+// answers; one after another, they do not each wake the polling thread (it
+// looks every 50 ms for a while after the last watch anyway: about 2 wake-ups
+// here, against one per watch when each add woke it).
+TEST(ClientWatch, WatchesOneAfterAnotherDoNotEachWakeThePollingThread) {
+  { ClientWatch warm([] { return false; }, [] {}); }
+  const long before = watch_thread_switches();
+  ASSERT_GE(before, 0) << "no thread named taskyon-watch";
+  constexpr int kRequests = 100;
+  for (int i = 0; i < kRequests; ++i) {
+    { ClientWatch watch([] { return false; }, [] {}); }
+    std::this_thread::sleep_for(1ms);  // the next request comes once the thread waits again
+  }
+  const long woken = watch_thread_switches() - before;
+  EXPECT_LT(woken, kRequests / 4) << woken << " wake-ups for " << kRequests << " watches";
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sys/socket.h>
 #include <sys/random.h>
 #include <sys/stat.h>
@@ -84,6 +85,11 @@ namespace {
 
 // The one thread that polls every ClientWatch. Made on first use and never
 // destroyed (a detached thread waiting for work; nothing to join at exit).
+// A new watch wakes it only when it is due before the thread's wait ends:
+// with no watch left the thread still wakes every kIdleTick for kLinger, so
+// that requests one after another (each adds a watch to an empty set) do not
+// each wake it (issue 19: a futex wake and a context switch per request);
+// after kLinger without a watch it waits until one is added.
 class Watches {
  public:
   static Watches& instance() {
@@ -98,8 +104,10 @@ class Watches {
       started_ = true;
     }
     const std::uint64_t id = next_id_++;
-    entries_.emplace(id, Entry{std::move(gone), std::move(on_gone), period, Clock::now() + period, false});
-    cv_.notify_all();
+    const auto due = Clock::now() + period;
+    entries_.emplace(id, Entry{std::move(gone), std::move(on_gone), period, due, false});
+    last_watch_ = due;
+    if (due < waits_until_) cv_.notify_all();  // else it looks before then
     return id;
   }
 
@@ -112,6 +120,8 @@ class Watches {
 
  private:
   using Clock = std::chrono::steady_clock;
+  static constexpr std::chrono::milliseconds kIdleTick{50};  // ClientWatch's default period
+  static constexpr std::chrono::seconds kLinger{10};
   struct Entry {
     std::function<bool()> gone;
     std::function<void()> on_gone;
@@ -121,17 +131,24 @@ class Watches {
   };
 
   void run() {
+    ::pthread_setname_np(::pthread_self(), "taskyon-watch");  // findable in /proc (tests, ps -L)
     std::unique_lock lock(mu_);
     for (;;) {
       auto next = Clock::time_point::max();
       for (const auto& [_, e] : entries_)
         if (!e.left) next = std::min(next, e.due);
+      const auto now = Clock::now();
+      if (next == Clock::time_point::max() && now < last_watch_ + kLinger) next = now + kIdleTick;
       if (next == Clock::time_point::max()) {
+        waits_until_ = next;
         cv_.wait(lock);
+        waits_until_ = Clock::time_point::min();  // awake: it looks at entries_ before it waits again
         continue;
       }
-      if (Clock::now() < next) {
+      if (now < next) {
+        waits_until_ = next;
         cv_.wait_until(lock, next);
+        waits_until_ = Clock::time_point::min();
         continue;
       }
       // The first watch due. Its functions run unlocked (the /proc scan, the
@@ -161,6 +178,8 @@ class Watches {
   std::uint64_t next_id_ = 1;
   std::uint64_t polling_ = 0;  // the watch whose functions run now, 0 for none
   bool started_ = false;
+  Clock::time_point waits_until_ = Clock::time_point::min();  // when the thread's wait ends; min: not waiting
+  Clock::time_point last_watch_ = Clock::time_point::min();   // the due time of the last watch added
 };
 
 }  // namespace
