@@ -93,10 +93,16 @@ TEST(Workers, TheThreadIdleLastTakesTheNextJob) {
 
 TEST(Workers, AnIdleThreadEndsAfterItsLimitAndANewOneTakesLaterJobs) {
   Workers workers(30ms);
-  const pid_t first = run_and_settle(workers, 1);
+  auto run_once = [&] {
+    std::promise<pid_t> tid;
+    auto got = tid.get_future();
+    EXPECT_TRUE(workers.run([&tid] { tid.set_value(kernel_tid()); }));
+    return got.get();
+  };
+  const pid_t first = run_once();
   ASSERT_TRUE(soon([&] { return workers.threads() == 0; })) << "the idle thread outlived its limit";
   EXPECT_EQ(workers.idle(), 0u);
-  const pid_t second = run_and_settle(workers, 1);
+  const pid_t second = run_once();
   EXPECT_NE(first, second);
 }
 
@@ -114,15 +120,18 @@ TEST(Workers, AJobsCapturesAreLetGoWhenItEnds) {
 TEST(Workers, CloseWaitsForRunningJobsThenRefusesNewOnes) {
   Workers workers;
   std::atomic<bool> finished{false};
-  std::promise<void> started;
+  std::promise<void> started, release;
   auto running = started.get_future();
-  ASSERT_TRUE(workers.run([&] {
+  std::shared_future<void> go = release.get_future().share();
+  ASSERT_TRUE(workers.run([&, go] {
     started.set_value();
-    std::this_thread::sleep_for(100ms);
+    go.wait();
+    std::this_thread::sleep_for(50ms);
     finished = true;
   }));
   running.get();
   run_and_settle(workers, 1);  // a second thread, idle: close() ends it
+  release.set_value();
   workers.close();
   EXPECT_TRUE(finished) << "close() returned before the running job ended";
   EXPECT_EQ(workers.threads(), 0u);
