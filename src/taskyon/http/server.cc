@@ -100,7 +100,10 @@ class Watches {
   std::uint64_t add(std::function<bool()> gone, std::function<void()> on_gone, std::chrono::milliseconds period) {
     std::lock_guard lock(mu_);
     if (!started_) {  // before the watch is added: if it throws, nothing is left behind
-      std::thread([this] { run(); }).detach();
+      std::thread poller([this] { run(); });
+      // Named before add() returns: findable in /proc (tests, ps -L) at once.
+      ::pthread_setname_np(poller.native_handle(), "taskyon-watch");
+      poller.detach();
       started_ = true;
     }
     const std::uint64_t id = next_id_++;
@@ -131,7 +134,6 @@ class Watches {
   };
 
   void run() {
-    ::pthread_setname_np(::pthread_self(), "taskyon-watch");  // findable in /proc (tests, ps -L)
     std::unique_lock lock(mu_);
     for (;;) {
       auto next = Clock::time_point::max();
