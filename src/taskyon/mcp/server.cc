@@ -120,7 +120,7 @@ std::string batch_refusal(std::string_view version) {
                      version.empty() ? kLatestProtocolVersion : version, kBatchVersion);
 }
 
-struct Connection::Impl : std::enable_shared_from_this<Connection::Impl> {
+struct Connection::Impl {
   Impl(host::Host& h, Sink s, ServerInfo i) : host(h), sink(std::move(s)), info(std::move(i)) {}
 
   host::Host& host;
