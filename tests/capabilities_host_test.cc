@@ -4,6 +4,9 @@
 // allow rule. One test per contract, each failing without its rule.
 #include <gtest/gtest.h>
 
+#include <sqlite3.h>
+
+#include <algorithm>
 #include <atomic>
 #include <memory>
 #include <optional>
@@ -387,6 +390,26 @@ TEST_F(Capabilities, StorageNeedsAGrantAndOutlivesTheSandbox) {  // S7
   EXPECT_EQ(value_of("keeper", "set"), "set");
   pool.terminate(rev);  // retained state is gone with the sandbox; storage is not
   EXPECT_EQ(value_of("keeper", "get"), (Value{{"stored", {{"n", 1}}}, {"memory", nullptr}}));
+}
+
+// Issue 19: a call's requests run on helper threads, but on the connection
+// of the thread that runs the call (store::Store::lend). With a connection
+// each, the helper's commit made SQLite empty the call thread's page cache,
+// and every call read its pages again.
+TEST_F(Capabilities, ACallsStorageRequestsLeaveItsConnectionsPageCacheWhole) {  // S7, issue 19
+  const auto rev = install("tally", R"(async ({input}, c) => {
+      await c.storage.set('k', input);
+      return await c.storage.get('k'); })");
+  ASSERT_TRUE(store::grant_storage(*st, rev, "test"));
+  EXPECT_EQ(value_of("tally", "one"), "one");  // the sandbox started, the pages a call needs read
+  sqlite3* db = st->database().raw();
+  int misses = 0, highest = 0;
+  ASSERT_EQ(sqlite3_db_status(db, SQLITE_DBSTATUS_CACHE_MISS, &misses, &highest, 1), SQLITE_OK);
+  for (const char* input : {"two", "three", "four"}) EXPECT_EQ(value_of("tally", input), input);
+  ASSERT_EQ(sqlite3_db_status(db, SQLITE_DBSTATUS_CACHE_MISS, &misses, &highest, 0), SQLITE_OK);
+  EXPECT_EQ(misses, 0) << "the requests' commits emptied the call thread's page cache";
+  const auto rows = audit();
+  EXPECT_EQ(std::count_if(rows.begin(), rows.end(), [](const auto& r) { return r.capability == "storage.set"; }), 4);
 }
 
 TEST_F(Capabilities, AskingRecordsTheAnswerAsAGrantForExactlyThatRevisionOriginAndAccess) {  // --ask

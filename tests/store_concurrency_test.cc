@@ -468,6 +468,37 @@ TEST(StoreConcurrency, AParkedConnectionGoesToTheNextThread) {
   EXPECT_LT(unparked, first);
 }
 
+// Store::lend (issue 19: a call's capability requests use the connection of
+// the thread that runs the call): a Borrow makes its thread use the lent
+// connection, for that Store only, for as long as it lives; an empty Loan
+// borrows nothing.
+TEST(StoreConcurrency, ABorrowUsesTheLentConnectionOfItsStoreWhileItLives) {
+  testing::TempDir dir;
+  auto st = Store::open((dir / "taskyon.db").string());
+  auto other = Store::open((dir / "other.db").string());
+  ASSERT_TRUE(st && other);
+  sql::Database* lender = &st->database();
+  const Store::Loan loan = st->lend();
+  sql::Database *during = nullptr, *other_during = nullptr, *after = nullptr, *empty = nullptr, *own = nullptr;
+  std::thread([&] {
+    own = &st->database();
+    {
+      const Store::Borrow borrow(loan);
+      during = &st->database();
+      other_during = &other->database();
+      ASSERT_TRUE(st->resolve("nothing").error().code == Errc::not_found);  // a read on the lent connection
+    }
+    after = &st->database();
+    const Store::Borrow none{Store::Loan{}};
+    empty = &st->database();
+  }).join();
+  EXPECT_NE(own, lender);
+  EXPECT_EQ(during, lender);
+  EXPECT_NE(other_during, lender);
+  EXPECT_EQ(after, own);
+  EXPECT_EQ(empty, own);
+}
+
 // A thread that ends without park() hands its connection on all the same
 // (tycli mcp's per-call threads, a call's capability threads): the next new
 // thread takes it, statements and all, instead of opening another.

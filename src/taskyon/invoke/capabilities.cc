@@ -23,12 +23,6 @@ using sandbox::CapabilityReply;
 
 namespace {
 
-// handle() may run for a request the tool aborted while the next one runs
-// (sandbox/capability_runner.h): every use of the store here (a SQLite
-// connection opened NOMUTEX) and of the call's subtasks is under this lock;
-// the transfer itself is not.
-std::mutex store_mu;
-
 CapabilityReply invalid(std::string message) { return CapabilityReply::failure("invalid_request", std::move(message)); }
 
 // A tool-made task as tool code sees it (M14, M15): every id and revision in
@@ -124,6 +118,21 @@ std::vector<tasks::Task> HostCapabilities::take_lineage() {
   return std::move(lineage_);
 }
 
+// handle() may run for a request the tool aborted while the next one runs
+// (sandbox/capability_runner.h): every use of the store here (a SQLite
+// connection opened NOMUTEX, the call's own when lent) and of the call's
+// subtasks and row counters is under this call's lock; the transfer itself is not.
+class HostCapabilities::StoreUse {
+ public:
+  explicit StoreUse(HostCapabilities& c) : lock_(c.store_mu_), borrow_(c.loan_) {}
+
+ private:
+  std::lock_guard<std::mutex> lock_;
+  store::Store::Borrow borrow_;
+};
+
+void HostCapabilities::lend_callers_connection() { loan_ = store_.lend(); }
+
 HostCapabilities::HostCapabilities(store::Store& store, tasks::Task call, std::vector<tasks::Task> lineage,
                                    std::string revision, std::string tool, CapabilityOptions options)
     : store_(store), call_(std::move(call)), lineage_(std::move(lineage)), revision_(std::move(revision)),
@@ -137,13 +146,13 @@ CapabilityReply HostCapabilities::handle(std::string_view revision, CapabilityOp
   // M3: the pool hands us the revision bound to the channel. It must be the
   // one this context was made for; anything else is a host bug, refused.
   if (revision != revision_) {
-    std::lock_guard lock(store_mu);
+    const StoreUse use(*this);
     audit(std::string(sandbox::capability_op_name(op)), "", "", false,
           fmt::format("the channel's revision {} is not the call's {}", revision, revision_));
     return CapabilityReply::failure("denied", "this capability context belongs to another revision");
   }
   if (op == CapabilityOp::fetch) return fetch(args, cancel, deadline);  // locks around its store uses
-  std::lock_guard lock(store_mu);
+  const StoreUse use(*this);
   switch (op) {
     case CapabilityOp::create_subtasks_result: return create_subtasks(args);
     case CapabilityOp::resolve_invocation: return resolve_invocation(args);
@@ -162,13 +171,13 @@ HostCapabilities::~HostCapabilities() {
                              "(at most {} rows per call)",
                              unrecorded_refused_, unrecorded_allowed_, kMaxAuditRowsPerCall);
   entry.task = call_.id;
-  std::lock_guard lock(store_mu);
+  const StoreUse use(*this);
   (void)store::append_audit(store_, std::move(entry));
 }
 
 void HostCapabilities::refused_stale(std::string_view revision, CapabilityOp op, const json::Value& args,
                                      std::string_view ended) {
-  std::lock_guard lock(store_mu);  // audit() and the row counters are used under it
+  const StoreUse use(*this);  // audit() and the row counters are used under it
   // Counted against the current call's row cap: stale frames arrive during it.
   if (audit_rows_ >= kMaxAuditRowsPerCall) {
     ++unrecorded_refused_;
@@ -241,7 +250,7 @@ CapabilityReply HostCapabilities::fetch(const json::Value& args, const sandbox::
   context.cancelled = &cancel.flag();
   context.deadline = deadline;
   context.grant = [&](std::string_view origin, capability::Access access) -> std::optional<capability::FetchLimits> {
-    std::lock_guard lock(store_mu);
+    const StoreUse use(*this);
     auto granted = store::fetch_grant_for(store_, revision_, origin, access);
     if (granted && *granted) return limits_of(**granted);
     if (!granted) return std::nullopt;
@@ -269,7 +278,7 @@ CapabilityReply HostCapabilities::fetch(const json::Value& args, const sandbox::
     return capability::FetchLimits{};
   };
   context.secret = [&](std::string_view origin, std::string_view name) -> std::optional<std::string> {
-    std::lock_guard lock(store_mu);
+    const StoreUse use(*this);
     auto value = store::secret_for(store_, revision_, origin, name);
     if (value && !*value && options_.missing)
       options_.missing({MissingAuthority::Kind::secret, revision_, tool_, std::string(origin),
@@ -278,7 +287,7 @@ CapabilityReply HostCapabilities::fetch(const json::Value& args, const sandbox::
   };
 
   capability::FetchResult result = capability::fetch(request, context);
-  std::lock_guard lock(store_mu);
+  const StoreUse use(*this);
   const auto& decision = result.decision;
   const std::string target = decision.origin.empty() ? request.url.substr(0, 200) : decision.origin;
   const std::string access =

@@ -20,6 +20,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
@@ -99,6 +100,13 @@ class HostCapabilities final : public sandbox::Capabilities {
   void refused_stale(std::string_view revision, sandbox::CapabilityOp op, const json::Value& args,
                      std::string_view ended) override;
 
+  // Called on the thread that runs the call, which then waits for the
+  // sandbox: the requests' store uses go through that thread's connection
+  // (store::Store::lend; issue 19: one connection, so neither commit empties
+  // the other's page cache). Only where the calling thread does not use the
+  // store until the call's requests have ended (invoke::run_call).
+  void lend_callers_connection();
+
   // The subtasks compiled during the call, in order (to store after it).
   const std::vector<tasks::Task>& subtasks() const { return subtasks_; }
   // Gives back the parent's lineage passed in (the call itself removed), for
@@ -113,7 +121,11 @@ class HostCapabilities final : public sandbox::Capabilities {
   sandbox::CapabilityReply storage(sandbox::CapabilityOp op, const json::Value& args);
   void audit(std::string capability, std::string target, std::string access, bool allowed, std::string reason);
 
+  class StoreUse;  // this call's lock, and the lent connection if any
+
   store::Store& store_;
+  store::Store::Loan loan_;  // empty: each thread its own connection
+  std::mutex store_mu_;
   tasks::Task call_;
   std::vector<tasks::Task> lineage_;  // the parent's lineage, then the call itself
   std::string revision_;

@@ -177,6 +177,7 @@ Result<Invocation> run_call(store::Store& store, sandbox::Pool& pool, const task
   if (!tool) return std::unexpected(tool.error());
   HostCapabilities capabilities(store, call, std::move(lineage), tool->revision, tool->manifest.name,
                                 options.capabilities);
+  capabilities.lend_callers_connection();  // this thread only waits until the call's requests have ended
   // Which runtime produces the result (runtime_record.h): asked before the
   // call, so a runtime that cannot say is never blamed on the tool.
   const auto runtime = runtime_for(tool->manifest, pool.config(), options.natives);

@@ -191,6 +191,23 @@ void Store::set_busy_limit(std::chrono::milliseconds limit) {
 
 void Store::park() { conns_->park(std::this_thread::get_id()); }
 
+namespace {
+// The Loan a Borrow of this thread holds (an empty one: none).
+thread_local Store::Loan borrowed;
+}  // namespace
+
+Store::Loan Store::lend() {
+  Loan loan;
+  loan.db_ = &database();
+  loan.owner_ = conns_.get();
+  return loan;
+}
+
+Store::Borrow::Borrow(const Loan& loan) : previous_(borrowed) {
+  if (loan.db_) borrowed = loan;
+}
+Store::Borrow::~Borrow() { borrowed = previous_; }
+
 Store::Store(sql::Database db, sql::Access access) : conns_(std::make_shared<Connections>()) {
   conns_->path = db.path();
   conns_->access = access;
@@ -206,6 +223,7 @@ Store::~Store() = default;
 
 sql::Database& Store::database() {
   auto& c = *conns_;
+  if (borrowed.owner_ == &c) return *borrowed.db_;
   const auto me = std::this_thread::get_id();
   std::unique_lock lock(c.m);
   if (auto it = c.by_thread.find(me); it != c.by_thread.end()) return *it->second;

@@ -16,7 +16,9 @@
 // thread its own connection"): WAL lets those connections read in parallel
 // while one writes, a transaction belongs to the thread that began it, and no
 // connection-wide mutex serializes readers behind a writer. The Store object
-// itself (open, move, destroy) is not to be raced with its own use.
+// itself (open, move, destroy) is not to be raced with its own use. One
+// exception to "its own": a thread may lend its connection to helpers while
+// it waits for them (lend() below).
 // Busy: another connection's lock (thread or process) is waited for, bounded
 // (sql::kBusyTimeoutMs per wait, sql::kBusyRetryMs per write, sqlite.h);
 // after the bound the caller gets Errc::store "held the store for more than
@@ -181,6 +183,38 @@ class Store {
   // leaving it behind. park() hands it on before then (the long-lived host
   // gives back a call connection on a thread that lives on).
   void park();
+
+  // Lending the calling thread's connection (issue 19). A call's capability
+  // requests run on helper threads while the call's own thread waits for its
+  // sandbox; with a connection each, every commit of one emptied the other's
+  // page cache (SQLite drops a connection's cache when another changed the
+  // WAL), and each call read its pages again (about 9 reads from disk).
+  // lend() returns the calling thread's connection as a Loan; while a Borrow
+  // of it lives, database() on the Borrow's thread returns the lent
+  // connection for this Store. Not checked, the lender's to keep: the lending
+  // thread does not use the store while a Borrow lives, Borrows of one Loan
+  // do not overlap (invoke::HostCapabilities holds its lock around each), and
+  // none outlives the lender's use of the Store.
+  class Loan {
+   public:
+    Loan() = default;
+
+   private:
+    friend class Store;
+    const void* owner_ = nullptr;  // the Store's Connections
+    sql::Database* db_ = nullptr;
+  };
+  Loan lend();
+  class Borrow {
+   public:
+    explicit Borrow(const Loan& loan);  // an empty Loan (default): borrows nothing
+    ~Borrow();
+    Borrow(const Borrow&) = delete;
+    Borrow& operator=(const Borrow&) = delete;
+
+   private:
+    Loan previous_;
+  };
   // The bound on waiting for a busy store (sql::Database::set_busy_limit), for
   // every connection of this Store, current and future. Default sql::kBusyRetryMs.
   void set_busy_limit(std::chrono::milliseconds limit);
