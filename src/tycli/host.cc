@@ -25,7 +25,11 @@ namespace {
 
 // The question on the terminal (stderr for the question, the tty for the
 // answer): once (this call, nothing stored), always (a grant), or no.
+// One question at a time: two calls' requests may ask at once (each call's
+// capabilities hold only their own lock), and the terminal is one.
 taskyon::invoke::GrantAnswer ask_on_terminal(const taskyon::invoke::GrantQuestion& q) {
+  static std::mutex terminal;
+  const std::lock_guard lock(terminal);
   std::cerr << fmt::format(
       "tycli: tool \"{}\" (revision {}) asks for {} access to {}.\n"
       "       once: allow it for this call only (nothing is stored)\n"
