@@ -4,6 +4,8 @@
 //   McpStdioToolsCall/warm  one tools/call of a trivial tool to `tycli mcp` (client -> tycli -> the
 //                           retained Node sandbox and back: two round trips), warm sandbox
 //   McpStdioToolsCall/storage  the same with one capability request (a granted storage.get) per call
+//   McpStdioToolsCall/storage_stored  the same with arguments new on every call (each call stored)
+//   (tycli_cpu_us: CPU time of tycli mcp per call, all its threads, its sandbox not included)
 //   McpStdioToolsCall/first_prestarted  a revision's first tools/call to `tycli mcp --prestart 2`
 //                           against a warm call of the same process (first_x_warm)
 //   McpStdioCancel          H5 (issue 13: "frees its sandbox within 100 ms"): from writing
@@ -25,7 +27,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -89,6 +93,25 @@ class Child {
       if (n <= 0) return {};
       buffer_.append(chunk, static_cast<std::size_t>(n));
     }
+  }
+  // CPU time the child has used so far, all its threads, µs (/proc/PID/stat
+  // utime + stime, proc(5)): unlike wall time it barely moves with other load.
+  double cpu_us() const {
+    std::ifstream stat("/proc/" + std::to_string(pid_) + "/stat");
+    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    const auto close = text.rfind(')');
+    if (close == std::string::npos) return 0;
+    std::istringstream fields(text.substr(close + 2));
+    std::string field;
+    double utime = 0, stime = 0;
+    for (int i = 3; fields >> field; ++i) {  // field 3 is the state, 14 utime, 15 stime
+      if (i == 14) utime = std::stod(field);
+      if (i == 15) {
+        stime = std::stod(field);
+        break;
+      }
+    }
+    return (utime + stime) * 1e6 / static_cast<double>(::sysconf(_SC_CLK_TCK));
   }
   // The response to request `id` (notifications skipped).
   std::string response(int id) {
@@ -172,12 +195,21 @@ double call_echo(benchmark::State& state, Child& mcp, int id, bool unique = fals
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 }
 
+// Counter tycli_cpu_us: CPU time of `tycli mcp` (every thread; not its
+// sandbox) per call since `before`.
+void report_host_cpu(benchmark::State& state, const Child& mcp, double before) {
+  if (state.iterations() > 0)
+    state.counters["tycli_cpu_us"] = (mcp.cpu_us() - before) / static_cast<double>(state.iterations());
+}
+
 void McpStdioToolsCall(benchmark::State& state) {
   const BenchHome home("mcp", "echo", "returns its input", "(args) => args");
   auto mcp = start_mcp(home, {});
   int id = 1;
   call_echo(state, *mcp, id++);  // warm: the sandbox is started and the code loaded here
+  const double cpu = mcp->cpu_us();
   for (auto _ : state) call_echo(state, *mcp, id++);
+  report_host_cpu(state, *mcp, cpu);
 }
 BENCHMARK(McpStdioToolsCall)->Name("McpStdioToolsCall/warm")->Unit(benchmark::kMicrosecond);
 
@@ -192,9 +224,28 @@ void McpStdioToolsCallStorage(benchmark::State& state) {
   auto mcp = start_mcp(home, {});
   int id = 1;
   call_echo(state, *mcp, id++);
+  const double cpu = mcp->cpu_us();
   for (auto _ : state) call_echo(state, *mcp, id++);
+  report_host_cpu(state, *mcp, cpu);
 }
 BENCHMARK(McpStdioToolsCallStorage)->Name("McpStdioToolsCall/storage")->Unit(benchmark::kMicrosecond);
+
+// The same with arguments new on every call, so each call and its result are
+// stored as well (the usual case), and the audit row and the call's tasks are
+// two commits of one call.
+void McpStdioToolsCallStorageStored(benchmark::State& state) {
+  const BenchHome home("mcp-storage-stored", "echo", "returns a stored value",
+                       "async (args, context) => ({ stored: await context.storage.get('k') })");
+  Child grant({TYCLI_PATH, "grant", "storage", "echo"}, home.env);
+  grant.line();
+  auto mcp = start_mcp(home, {});
+  int id = 1;
+  call_echo(state, *mcp, id++, true);
+  const double cpu = mcp->cpu_us();
+  for (auto _ : state) call_echo(state, *mcp, id++, true);
+  report_host_cpu(state, *mcp, cpu);
+}
+BENCHMARK(McpStdioToolsCallStorageStored)->Name("McpStdioToolsCall/storage_stored")->Unit(benchmark::kMicrosecond);
 
 // A revision's first tools/call to a `tycli mcp --prestart 2` whose spares
 // have had 2 s to start, against warm calls of the same process after its
