@@ -216,36 +216,27 @@ BENCHMARK(McpStdioToolsCall)->Name("McpStdioToolsCall/warm")->Unit(benchmark::kM
 // The same with one capability request per call: the tool reads a key of its
 // storage (granted), so each call also crosses the sandbox's capability path
 // (a request frame, the host's helper, an audited store read, the reply).
-void McpStdioToolsCallStorage(benchmark::State& state) {
-  const BenchHome home("mcp-storage", "echo", "returns a stored value",
-                       "async (args, context) => ({ stored: await context.storage.get('k') })");
-  Child grant({TYCLI_PATH, "grant", "storage", "echo"}, home.env);
-  grant.line();
-  auto mcp = start_mcp(home, {});
-  int id = 1;
-  call_echo(state, *mcp, id++);
-  const double cpu = mcp->cpu_us();
-  for (auto _ : state) call_echo(state, *mcp, id++);
-  report_host_cpu(state, *mcp, cpu);
-}
-BENCHMARK(McpStdioToolsCallStorage)->Name("McpStdioToolsCall/storage")->Unit(benchmark::kMicrosecond);
-
-// The same with arguments new on every call, so each call and its result are
-// stored as well (the usual case), and the audit row and the call's tasks are
+// With `stored`, arguments new on every call, so each call and its result are
+// stored as well (the usual case): the audit row and the call's tasks are
 // two commits of one call.
-void McpStdioToolsCallStorageStored(benchmark::State& state) {
-  const BenchHome home("mcp-storage-stored", "echo", "returns a stored value",
+void McpStdioToolsCallStorage(benchmark::State& state, bool stored) {
+  const BenchHome home(stored ? "mcp-storage-stored" : "mcp-storage", "echo", "returns a stored value",
                        "async (args, context) => ({ stored: await context.storage.get('k') })");
   Child grant({TYCLI_PATH, "grant", "storage", "echo"}, home.env);
   grant.line();
   auto mcp = start_mcp(home, {});
   int id = 1;
-  call_echo(state, *mcp, id++, true);
+  call_echo(state, *mcp, id++, stored);
   const double cpu = mcp->cpu_us();
-  for (auto _ : state) call_echo(state, *mcp, id++, true);
+  for (auto _ : state) call_echo(state, *mcp, id++, stored);
   report_host_cpu(state, *mcp, cpu);
 }
-BENCHMARK(McpStdioToolsCallStorageStored)->Name("McpStdioToolsCall/storage_stored")->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(McpStdioToolsCallStorage, same_arguments, false)
+    ->Name("McpStdioToolsCall/storage")
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(McpStdioToolsCallStorage, new_arguments, true)
+    ->Name("McpStdioToolsCall/storage_stored")
+    ->Unit(benchmark::kMicrosecond);
 
 // A revision's first tools/call to a `tycli mcp --prestart 2` whose spares
 // have had 2 s to start, against warm calls of the same process after its
