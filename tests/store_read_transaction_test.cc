@@ -4,6 +4,7 @@
 // statement still reading on the connection goes on where it was; and
 // the store's resolver, which reads through one, leaves no transaction open.
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 
 #include <string>
 
@@ -92,6 +93,29 @@ TEST(ReadTransaction, TheResolverLeavesNoTransactionOpen) {
   EXPECT_FALSE(resolve("nothing-by-this-name"));
   // BEGIN fails inside a transaction: the resolver's reads ended theirs.
   EXPECT_TRUE(st->database().exec("BEGIN; COMMIT"));
+}
+
+// A write transaction whose COMMIT fails leaves no transaction open on its
+// connection (a deferred foreign key, checked at COMMIT, keeps SQLite's
+// transaction open): the connection's next write begins as usual. Since
+// issue 19 a call lends its connection to its capability requests, so a
+// request's failed commit must not break the call's own write.
+TEST(WriteTransaction, AFailedCommitLeavesNoTransactionOpen) {
+  TwoConnections c;
+  ASSERT_TRUE(c.a.exec("PRAGMA foreign_keys = ON; CREATE TABLE p(id INTEGER PRIMARY KEY); "
+                       "CREATE TABLE ch(p INTEGER REFERENCES p(id) DEFERRABLE INITIALLY DEFERRED)"));
+  {
+    auto tx = Transaction::begin(c.a);
+    ASSERT_TRUE(tx);
+    ASSERT_TRUE(c.a.exec("INSERT INTO ch VALUES (7)"));  // no parent 7: refused at COMMIT
+    EXPECT_FALSE(tx->commit());
+  }
+  EXPECT_NE(sqlite3_get_autocommit(c.a.raw()), 0) << "the failed COMMIT left its transaction open";
+  auto next = Transaction::begin(c.a);
+  ASSERT_TRUE(next) << next.error().describe();
+  ASSERT_TRUE(c.a.exec("INSERT INTO t VALUES (3)"));
+  EXPECT_TRUE(next->commit());
+  EXPECT_EQ(count_rows(c.b), 2);
 }
 
 }  // namespace

@@ -48,8 +48,8 @@ Response egress_fetch(const std::string& body, const EgressOptions& options,
     task = (*request)["task"].get<std::string>();
   }
 
-  // Its own connection: capability decisions of concurrent requests never
-  // share a SQLite handle (invoke/capabilities.cc serializes their store use).
+  // A Store of its own: capability decisions of concurrent requests never
+  // share a SQLite handle.
   auto st = store::Store::open(options.db_path);
   if (!st) return Response::error(500, code_name(st.error().code), st.error().message);
   // Only revisions the store holds: an unknown one is refused before anything is decided.

@@ -344,7 +344,12 @@ Result<Transaction> Transaction::begin(Database& db) {
 }
 Result<void> Transaction::commit() {
   open_ = false;
-  return db_->exec("COMMIT");
+  auto committed = db_->exec("COMMIT");
+  // A COMMIT that fails may leave the transaction open (SQLITE_BUSY, a
+  // deferred foreign key): it is rolled back, so that the connection's next
+  // write can begin (a lent connection is the call's own, store.h).
+  if (!committed && db_->raw() != nullptr && sqlite3_get_autocommit(db_->raw()) == 0) (void)db_->exec("ROLLBACK");
+  return committed;
 }
 Transaction::~Transaction() {
   if (open_) (void)db_->exec("ROLLBACK");

@@ -114,7 +114,7 @@ class Statement {
 class Transaction {
  public:
   static Result<Transaction> begin(Database& db);
-  Result<void> commit();
+  Result<void> commit();  // a failed COMMIT is rolled back: no transaction stays open
   ~Transaction();
   Transaction(Transaction&& other) noexcept : db_(other.db_), open_(other.open_) { other.open_ = false; }
 

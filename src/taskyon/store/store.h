@@ -194,7 +194,9 @@ class Store {
   // connection for this Store. Not checked, the lender's to keep: the lending
   // thread does not use the store while a Borrow lives, Borrows of one Loan
   // do not overlap (invoke::HostCapabilities holds its lock around each), and
-  // none outlives the lender's use of the Store.
+  // none outlives the lender's use of the Store. A thread holds one Borrow
+  // at a time: one made inside another (of another Store's Loan) hides the
+  // outer one until it ends.
   class Loan {
    public:
     Loan() = default;
