@@ -5,7 +5,12 @@
 //   ServeV1Call              POST /v1/call of a trivial tool to a real `tycli serve` (HTTP, H1/H2, the host
 //                            core, the retained Node sandbox and back), warm sandbox, keep-alive
 //   ServeMcpToolsCall        the same call as MCP tools/call over POST /mcp in one session
-// Report ServeV1Call / HttplibHelloWorld and ServeMcpToolsCall / HttplibHelloWorld.
+//   ServeEgressFetch         POST /v1/fetch (the browser host's egress proxy) of an origin no grant admits:
+//                            the revision looked up, the decision, its audit row, the 403; nothing resolved
+//   ServeBrowserRun          a browser page's run without its page: POST /v1/runs (compiled, pinned) and
+//                            POST /v1/runs/{run}/result (call and result stored), new arguments each time
+//   ServeSandboxLog          POST /v1/sandbox-log (a page's sandbox destruction appended to the log)
+// Report each as a ratio to HttplibHelloWorld.
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
@@ -163,5 +168,77 @@ void ServeMcpToolsCall(benchmark::State& state) {
   }
 }
 BENCHMARK(ServeMcpToolsCall)->Unit(benchmark::kMicrosecond);
+
+// The revision "echo" is bound to, as GET /v1/tools/echo shows it.
+std::string echo_revision(const Served& s, httplib::Client& client) {
+  auto r = client.Get("/v1/tools/echo", s.auth());
+  if (!r || r->status != 200) return {};
+  auto v = taskyon::json::parse(r->body);
+  if (!v || !v->is_object() || !v->contains("revision") || !(*v)["revision"].is_string()) return {};
+  return (*v)["revision"].get<std::string>();
+}
+
+void ServeEgressFetch(benchmark::State& state) {
+  Served s;
+  httplib::Client client("127.0.0.1", s.port);
+  client.set_keep_alive(true);
+  client.set_tcp_nodelay(true);
+  const std::string revision = echo_revision(s, client);
+  if (revision.empty()) {
+    state.SkipWithError("GET /v1/tools/echo failed");
+    return;
+  }
+  const std::string body = R"({"revision":")" + revision + R"(","url":"https://example.com/data"})";
+  for (auto _ : state) {
+    auto r = client.Post("/v1/fetch", s.auth(), body, "application/json");
+    if (!r || r->status != 403) state.SkipWithError("the fetch was not denied");
+  }
+}
+BENCHMARK(ServeEgressFetch)->Unit(benchmark::kMicrosecond);
+
+void ServeBrowserRun(benchmark::State& state) {
+  Served s;
+  httplib::Client client("127.0.0.1", s.port);
+  client.set_keep_alive(true);
+  client.set_tcp_nodelay(true);
+  int n = 0;
+  for (auto _ : state) {
+    auto started = client.Post("/v1/runs", s.auth(),
+                               R"({"tool":"echo","args":{"n":)" + std::to_string(n++) +
+                                   R"(},"runtime":{"kind":"browser","version":"Chromium 1.0"}})",
+                               "application/json");
+    if (!started || started->status != 201) {
+      state.SkipWithError("POST /v1/runs failed");
+      break;
+    }
+    auto v = taskyon::json::parse(started->body);
+    if (!v || !v->is_object() || !v->contains("run")) {
+      state.SkipWithError("POST /v1/runs failed");
+      break;
+    }
+    auto done = client.Post("/v1/runs/" + (*v)["run"].get<std::string>() + "/result", s.auth(),
+                            R"({"status":"ok","value":{"n":1}})", "application/json");
+    if (!done || done->status != 200) state.SkipWithError("POST /v1/runs/{run}/result failed");
+  }
+}
+BENCHMARK(ServeBrowserRun)->Unit(benchmark::kMicrosecond);
+
+void ServeSandboxLog(benchmark::State& state) {
+  Served s;
+  httplib::Client client("127.0.0.1", s.port);
+  client.set_keep_alive(true);
+  client.set_tcp_nodelay(true);
+  const std::string revision = echo_revision(s, client);
+  if (revision.empty()) {
+    state.SkipWithError("GET /v1/tools/echo failed");
+    return;
+  }
+  const std::string body = R"({"revision":")" + revision + R"(","tool":"echo","reason":"superseded"})";
+  for (auto _ : state) {
+    auto r = client.Post("/v1/sandbox-log", s.auth(), body, "application/json");
+    if (!r || r->status != 201) state.SkipWithError("POST /v1/sandbox-log failed");
+  }
+}
+BENCHMARK(ServeSandboxLog)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
