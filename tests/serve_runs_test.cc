@@ -7,9 +7,11 @@
 
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <httplib.h>
 
@@ -117,6 +119,55 @@ TEST_F(ServeRuns, StorageIsDecidedUnderTheRunsRevisionAndAudited) {
   std::vector<std::string> rows;
   for (const auto& row : audit) rows.push_back(row["capability"].get<std::string>() + ":" + row["verdict"].get<std::string>());
   EXPECT_THAT(rows, ::testing::ElementsAre("storage.set:deny", "storage.set:allow"));
+}
+
+// Every run and request uses the server's one Store, each HTTP thread its own
+// connection of it: runs started, asked and finished from many threads at once
+// each get their own answers, and every decision and record is stored.
+TEST_F(ServeRuns, RunsOnManyThreadsAtOnceShareTheStoreAndKeepTheirOwnRecords) {
+  const std::string revision = install(upper);
+  ASSERT_EQ(tycli({"grant", "storage", "upper"}).exit_code, 0);
+  Served s(home);
+  ASSERT_TRUE(s.up()) << s.log();
+  constexpr int kThreads = 8, kRunsEach = 4;
+  std::mutex m;
+  std::vector<std::string> wrong, tasks;
+  auto one_run = [&](const std::string& input) -> std::string {
+    auto started = s.post("/v1/runs", Value{{"tool", "upper"}, {"args", {{"input", input}}}, {"runtime", kBrowser}});
+    if (!started || started->status != 201) return "start: " + (started ? started->body : std::string("no answer"));
+    const Value run = body_of(started);
+    const std::string requests = "/v1/runs/" + run["run"].get<std::string>() + "/requests";
+    auto set = s.post(requests, Value{{"op", "storage.set"}, {"args", {{"key", input}, {"value", input}}}});
+    if (!set || set->status != 200) return "set: " + (set ? set->body : std::string("no answer"));
+    auto got = s.post(requests, Value{{"op", "storage.get"}, {"args", {{"key", input}}}});
+    if (!got || got->status != 200 || body_of(got)["value"] != input)
+      return "get " + input + ": " + (got ? got->body : std::string("no answer"));
+    auto done = s.post("/v1/runs/" + run["run"].get<std::string>() + "/result", Value{{"status", "ok"}, {"value", input}});
+    if (!done || done->status != 200 || body_of(done)["result"] != input || body_of(done)["task"] != run["task"])
+      return "result " + input + ": " + (done ? done->body : std::string("no answer"));
+    std::lock_guard lock(m);
+    tasks.push_back(run["task"].get<std::string>());
+    return "";
+  };
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kRunsEach; ++i)
+        if (auto failed = one_run("t" + std::to_string(t) + "r" + std::to_string(i)); !failed.empty()) {
+          std::lock_guard lock(m);
+          wrong.push_back(failed);
+        }
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_THAT(wrong, ::testing::IsEmpty());
+  ASSERT_EQ(tasks.size(), static_cast<std::size_t>(kThreads * kRunsEach));
+  std::map<std::string, int> rows;
+  for (const auto& row : cli_json({"audit", "--revision", revision}))
+    ++rows[row["capability"].get<std::string>() + ":" + row["verdict"].get<std::string>()];
+  EXPECT_EQ(rows["storage.set:allow"], kThreads * kRunsEach);
+  EXPECT_EQ(rows["storage.get:allow"], kThreads * kRunsEach);
+  for (const auto& task : {tasks.front(), tasks.back()})
+    EXPECT_EQ(cli_json({"task", "show", task})["state"], "Completed") << task;
 }
 
 TEST_F(ServeRuns, OnlyValidCallsOfSandboxedCodeStart) {
@@ -278,9 +329,12 @@ TEST_F(ServeRuns, PastItsDeadlineARunTakesNoRequestsAndIsStoredAsATimeout) {
   auto server = http::Server::bind({.port = 0, .token = *token});
   ASSERT_TRUE(server) << server.error().describe();
   http::RunsOptions options;
-  options.db_path = (home.path() / "taskyon.db").string();
+  auto opened = store::Store::open((home.path() / "taskyon.db").string());
+  ASSERT_TRUE(opened) << opened.error().describe();
+  options.store = std::make_shared<store::Store>(std::move(*opened));
   options.grace = std::chrono::milliseconds(200);
   auto runs = http::mount_runs(**server, options);
+  ASSERT_TRUE(runs) << runs.error().describe();
   std::thread serving([&] { (*server)->run(); });
   httplib::Client client("127.0.0.1", (*server)->port());
   const httplib::Headers auth = {{"Authorization", "Bearer " + *token}};

@@ -71,6 +71,11 @@ int serve(Globals& g, const ServeArgs& a) {
   const auto default_timeout = core.default_timeout, max_timeout = core.max_timeout;
   auto host = taskyon::host::Host::open(std::move(core));
   if (!host) return report(g, host.error());
+  // The browser host's records (its runs, egress fetches, sandbox log) go to one
+  // Store opened here: each HTTP thread keeps its own connection of it.
+  auto opened = taskyon::store::Store::open(*db);
+  if (!opened) return report(g, opened.error());
+  auto records = std::make_shared<taskyon::store::Store>(std::move(*opened));
 
   // H1: a fresh token per run, in a 0600 file; the token itself is printed only when asked.
   auto token = taskyon::http::new_token();
@@ -98,17 +103,25 @@ int serve(Globals& g, const ServeArgs& a) {
   }
 
   taskyon::http::ApiOptions api;
-  api.db_path = *db;
+  api.egress_store = records;
   api.capabilities = *capabilities;
   api.max_concurrent_calls = static_cast<std::size_t>(a.max_concurrent_calls);
-  taskyon::http::mount_api(**server, **host, api);
+  if (auto mounted = taskyon::http::mount_api(**server, **host, api); !mounted) {
+    std::filesystem::remove(token_file, ec);
+    return report(g, mounted.error());
+  }
   // Runs (issue 14): calls a browser page executes, recorded in this store.
   taskyon::http::RunsOptions runs_options;
-  runs_options.db_path = *db;
+  runs_options.store = records;
   runs_options.capabilities = *capabilities;
   runs_options.default_timeout = default_timeout;
   runs_options.max_timeout = max_timeout;
-  auto runs = taskyon::http::mount_runs(**server, runs_options);
+  auto mounted_runs = taskyon::http::mount_runs(**server, runs_options);
+  if (!mounted_runs) {
+    std::filesystem::remove(token_file, ec);
+    return report(g, mounted_runs.error());
+  }
+  auto runs = std::move(*mounted_runs);
   taskyon::http::McpEndpoint mcp(**host, max_wait);
   mcp.mount(**server);
 

@@ -236,13 +236,14 @@ struct Api {
   Response fetch(const Request& r) {
     Slot slot;
     if (!take(slot)) return busy();
-    return egress_fetch(r.body, {options.db_path, options.capabilities, std::chrono::milliseconds(60000)}, r.client_gone);
+    return egress_fetch(r.body, {options.egress_store, options.capabilities, std::chrono::milliseconds(60000)}, r.client_gone);
   }
 };
 
 }  // namespace
 
-void mount_api(Server& server, host::Host& host, ApiOptions options) {
+Result<void> mount_api(Server& server, host::Host& host, ApiOptions options) {
+  if (!options.egress_store) return fail(Errc::bad_usage, "the egress proxy needs the server's store (ApiOptions::egress_store)");
   auto api = std::make_shared<Api>(host, std::move(options));
   server.handle("GET", "/v1/tools", [api](const Request&) { return api->tools(); });
   server.handle("GET", "/v1/tools/([^/]+)", [api](const Request& r) { return api->tool(r.params.at(0)); });
@@ -253,6 +254,7 @@ void mount_api(Server& server, host::Host& host, ApiOptions options) {
   server.handle("GET", "/v1/tasks/([^/]+)/tree", [api](const Request& r) { return api->task(r.params.at(0), true); });
   server.handle("GET", "/v1/audit", [api](const Request& r) { return api->audit(r); });
   server.handle("POST", "/v1/fetch", [api](const Request& r) { return api->fetch(r); });
+  return {};
 }
 
 }  // namespace taskyon::http

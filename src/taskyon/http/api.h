@@ -27,7 +27,9 @@
 namespace taskyon::http {
 
 struct ApiOptions {
-  std::string db_path;                       // the store; the egress proxy opens its own connections to it
+  // The host's store file opened once for the egress proxy (POST /v1/fetch,
+  // egress.h); required.
+  std::shared_ptr<store::Store> egress_store;
   invoke::CapabilityOptions capabilities;    // how the proxy's fetches are decided (a call's: the host's)
   std::size_t max_concurrent_calls = 4;      // /v1 calls and proxy fetches at once; more get 429
 };
@@ -35,7 +37,8 @@ struct ApiOptions {
 // Routes /v1/… on `server`. Calls go through the host core (host/host.h) in
 // one host session of the JSON API ("v1"); reads and installs use the host's
 // store connection (Host::with_store). `host` must outlive the server's run().
-void mount_api(Server& server, host::Host& host, ApiOptions options);
+// Errc::bad_usage without options.egress_store.
+Result<void> mount_api(Server& server, host::Host& host, ApiOptions options);
 
 // The HTTP status for a taskyon error code.
 int status_for(Errc code);

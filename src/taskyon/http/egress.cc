@@ -48,12 +48,11 @@ Response egress_fetch(const std::string& body, const EgressOptions& options,
     task = (*request)["task"].get<std::string>();
   }
 
-  // A Store of its own: capability decisions of concurrent requests never
-  // share a SQLite handle.
-  auto st = store::Store::open(options.db_path);
-  if (!st) return Response::error(500, code_name(st.error().code), st.error().message);
+  // The server's Store: this thread's own connection of it, so concurrent
+  // requests' decisions never share a SQLite handle.
+  store::Store& st = *options.store;
   // Only revisions the store holds: an unknown one is refused before anything is decided.
-  auto held = st->revision(revision);
+  auto held = st.revision(revision);
   if (!held) return Response::error(status_for(held.error().code), code_name(held.error().code), held.error().message);
 
   json::Value args = *request;
@@ -67,7 +66,7 @@ Response egress_fetch(const std::string& body, const EgressOptions& options,
   sandbox::CapabilityReply reply;
   {
     ClientWatch watch(client_gone, [&] { cancel.cancel(); });  // a browser host that hung up aborts its fetch
-    invoke::HostCapabilities host(*st, std::move(call), {}, revision, held->manifest.name, std::move(capabilities));
+    invoke::HostCapabilities host(st, std::move(call), {}, revision, held->manifest.name, std::move(capabilities));
     reply = host.handle(revision, sandbox::CapabilityOp::fetch, args, cancel,
                         std::chrono::steady_clock::now() + options.deadline);
   }

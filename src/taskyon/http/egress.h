@@ -22,15 +22,19 @@
 
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <string>
 
 #include "taskyon/http/server.h"
 #include "taskyon/invoke/capabilities.h"
+#include "taskyon/store/store.h"
 
 namespace taskyon::http {
 
 struct EgressOptions {
-  std::string db_path;                     // opened per request (its own SQLite connection)
+  // The server's store, shared by every request (an HTTP thread uses its own
+  // SQLite connection of it, store.h "Threads"). Required.
+  std::shared_ptr<store::Store> store;
   invoke::CapabilityOptions capabilities;  // the test-only network admission; never `ask`
   std::chrono::milliseconds deadline{60000};  // caps every request's own timeouts
 };

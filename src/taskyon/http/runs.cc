@@ -204,9 +204,7 @@ class RunTable final : public Runs {
                                          "result first",
                                          options_.max_open, options_.max_open_bytes));
     }
-    auto st = store::Store::open(options_.db_path);
-    if (!st) return error(st.error());
-    auto run = invoke::ExternalRun::start(std::make_unique<store::Store>(std::move(*st)), call, options_.capabilities);
+    auto run = invoke::ExternalRun::start(options_.store, call, options_.capabilities);
     if (!run) return error(run.error());
     const auto& m = (*run)->tool().manifest;
     if (!m.modules.is_null())  // the page's harness has no module loader (docs/modules.md is the CLI's)
@@ -319,14 +317,13 @@ class RunTable final : public Runs {
         return bad(fmt::format("detail is at most {} bytes without control characters", kMaxDetailBytes), "/detail");
       detail = *d;
     }
-    auto st = store::Store::open(options_.db_path);
-    if (!st) return error(st.error());
-    auto held = st->revision(*revision);  // only revisions the store holds, and only under their own name
+    store::Store& st = *options_.store;
+    auto held = st.revision(*revision);  // only revisions the store holds, and only under their own name
     if (!held) return error(held.error());
     if (held->manifest.name != *tool)
       return bad(fmt::format("revision {} is a revision of {}, not {}", *revision, held->manifest.name, *tool), "/tool");
     const std::string text = detail.empty() ? fmt::format("browser: {}", *reason) : fmt::format("browser: {}: {}", *reason, detail);
-    auto recorded = store::record_destruction(*st, *revision, *tool, text, 0);
+    auto recorded = store::record_destruction(st, *revision, *tool, text, 0);
     if (!recorded) return error(recorded.error());
     return Response::json(201, Value{{"seq", recorded->seq}, {"at", recorded->at}});
   }
@@ -421,8 +418,9 @@ class RunTable final : public Runs {
 }  // namespace
 }  // namespace runs_detail
 
-std::shared_ptr<Runs> mount_runs(Server& server, RunsOptions options) {
+Result<std::shared_ptr<Runs>> mount_runs(Server& server, RunsOptions options) {
   using runs_detail::RunTable;
+  if (!options.store) return fail(Errc::bad_usage, "the runs need the server's store (RunsOptions::store)");
   options.capabilities.ask = {};
   auto runs = std::make_shared<RunTable>(std::move(options));
   server.handle("POST", "/v1/runs", [runs](const Request& r) { return runs->start(r); });

@@ -40,16 +40,19 @@
 
 #include "taskyon/http/server.h"
 #include "taskyon/invoke/capabilities.h"
+#include "taskyon/store/store.h"
 
 namespace taskyon::http {
 
 struct RunsOptions {
-  std::string db_path;                               // each run opens its own connection to it
+  // The server's store, opened once and shared by every run and request (an HTTP
+  // thread uses its own SQLite connection of it, store.h "Threads"). Required.
+  std::shared_ptr<store::Store> store;
   invoke::CapabilityOptions capabilities;            // TEST-ONLY network rules; never `ask`
   std::chrono::milliseconds default_timeout{10000};  // a run's timeout when the page names none, ms
   std::chrono::milliseconds max_timeout{600000};     // a larger timeoutMs is refused, ms
   std::chrono::milliseconds grace{10000};            // after the timeout, for the page to report, ms
-  std::size_t max_open = 16;                         // open runs at once (one SQLite connection each); more: 429
+  std::size_t max_open = 16;                         // open runs at once; more: 429
   // Their start requests' bodies together, bytes (a run holds its compiled call, arguments
   // included, until its result; 4 MiB of arguments take ~40x that in memory); more: 429.
   std::size_t max_open_bytes = 16u << 20;
@@ -64,6 +67,7 @@ class Runs {
 };
 
 // Routes the endpoints above on `server`; the answer owns the open runs.
-std::shared_ptr<Runs> mount_runs(Server& server, RunsOptions options);
+// Errc::bad_usage without options.store.
+Result<std::shared_ptr<Runs>> mount_runs(Server& server, RunsOptions options);
 
 }  // namespace taskyon::http

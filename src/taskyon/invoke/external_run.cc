@@ -21,7 +21,7 @@ Result<json::Value> browser_runtime(std::string_view version) {
   return json::Value{{"kind", "browser"}, {"version", std::string(version)}};
 }
 
-ExternalRun::ExternalRun(std::unique_ptr<store::Store> store, tasks::Task call, tasks::ResolvedTool tool,
+ExternalRun::ExternalRun(std::shared_ptr<store::Store> store, tasks::Task call, tasks::ResolvedTool tool,
                          std::vector<tasks::Task> lineage, json::Value runtime, CapabilityOptions options)
     : store_(std::move(store)), call_(std::move(call)), tool_(std::move(tool)), runtime_(std::move(runtime)) {
   options.ask = {};  // nobody to ask: an ungranted request is denied, as in the long-lived host
@@ -31,7 +31,7 @@ ExternalRun::ExternalRun(std::unique_ptr<store::Store> store, tasks::Task call, 
 
 ExternalRun::~ExternalRun() = default;
 
-Result<std::unique_ptr<ExternalRun>> ExternalRun::start(std::unique_ptr<store::Store> store, const ExternalCall& call,
+Result<std::unique_ptr<ExternalRun>> ExternalRun::start(std::shared_ptr<store::Store> store, const ExternalCall& call,
                                                         CapabilityOptions options) {
   std::vector<tasks::Task> lineage;
   if (call.parent) {

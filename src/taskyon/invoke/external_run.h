@@ -13,7 +13,8 @@
 // arguments' validation and every capability decision are this host's.
 //
 // Not thread-safe: one caller at a time per run (the HTTP API holds a mutex
-// per run). Each run owns its own store connection.
+// per run). Runs share a Store (store.h: each thread that uses it has its
+// own SQLite connection), which each run keeps alive until it ends.
 #pragma once
 
 #include <chrono>
@@ -49,10 +50,10 @@ class ExternalRun {
  public:
   // Compiles `call` (tasks::compile: Errc::not_found, Errc::ambiguous,
   // Errc::invalid_arguments with the JSON pointer, Errc::invalid_task) on
-  // `store`, which the run then owns. Only sandboxed code runs elsewhere: a
+  // `store`, which the run keeps until it ends. Only sandboxed code runs elsewhere: a
   // trusted-native or external-service tool is Errc::bad_usage (it runs in
   // this host: POST /v1/call).
-  static Result<std::unique_ptr<ExternalRun>> start(std::unique_ptr<store::Store> store, const ExternalCall& call,
+  static Result<std::unique_ptr<ExternalRun>> start(std::shared_ptr<store::Store> store, const ExternalCall& call,
                                                     CapabilityOptions options);
   ~ExternalRun();
   ExternalRun(const ExternalRun&) = delete;
@@ -73,9 +74,9 @@ class ExternalRun {
   Result<Invocation> finish(sandbox::CallOutcome outcome);
 
  private:
-  ExternalRun(std::unique_ptr<store::Store> store, tasks::Task call, tasks::ResolvedTool tool,
+  ExternalRun(std::shared_ptr<store::Store> store, tasks::Task call, tasks::ResolvedTool tool,
               std::vector<tasks::Task> lineage, json::Value runtime, CapabilityOptions options);
-  std::unique_ptr<store::Store> store_;
+  std::shared_ptr<store::Store> store_;
   tasks::Task call_;
   tasks::ResolvedTool tool_;
   json::Value runtime_;
