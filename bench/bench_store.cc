@@ -20,6 +20,11 @@
 //                            (store.h kCheckpointPages, about four pages a
 //                            call): a shorter chain does not, and looks
 //                            cheaper per call for it
+//   Store/open_read/0        Store::open of an existing store, one revision
+//                            read on it, and the Store's end: what a path
+//                            that opened a Store per request paid (SQLite
+//                            parses the whole schema on each new connection)
+//   Store/open_read/1        the same read on a Store kept open (the floor)
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -162,5 +167,23 @@ void Chain(benchmark::State& state) {
   state.counters["long_x_short"] = long_us / short_us;
 }
 BENCHMARK(Chain)->Name("Store/chain")->Iterations(4)->Unit(benchmark::kMillisecond);
+
+// Store::open of an existing store and one read of a revision on it, then
+// the Store's end, while another Store of the process keeps the file open (as
+// a server does). Arg 1: the read only, on a Store kept open (the floor).
+void OpenRead(benchmark::State& state) {
+  TempStore t;
+  const std::string path = (t.dir / "taskyon.db").string();
+  const std::string id = t.st->resolve("hash")->id;
+  for (auto _ : state) {
+    if (state.range(0) == 1) {
+      if (!t.st->revision(id)) state.SkipWithError("read failed");
+      continue;
+    }
+    auto st = store::Store::open(path);
+    if (!st || !st->revision(id)) state.SkipWithError("open failed");
+  }
+}
+BENCHMARK(OpenRead)->Name("Store/open_read")->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
