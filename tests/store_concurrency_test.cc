@@ -3,6 +3,7 @@
 // at once, and several processes doing mixed writes and reads on one store.
 // Nothing may fail with "database is locked", no audit row may be missing.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -466,6 +467,49 @@ TEST(StoreConcurrency, AParkedConnectionGoesToTheNextThread) {
   EXPECT_GT(first, 0u);
   EXPECT_EQ(next, first);
   EXPECT_LT(unparked, first);
+}
+
+// A thread whose connection could not be opened (no file descriptor was
+// left) gets one on its next use once it can be opened: a long-lived thread
+// (a server's HTTP worker, using the server's one Store) does not fail until
+// it ends. In a child process: the descriptor limit is the process's.
+TEST(StoreConcurrency, AConnectionThatCouldNotBeOpenedIsOpenedOnTheThreadsNextUse) {
+  testing::TempDir dir;
+  const std::string path = (dir / "taskyon.db").string();
+  ASSERT_TRUE(Store::open(path));
+  const auto statuses = run_together(1, [&](int) {
+    auto st = Store::open(path);
+    if (!st) return 10;
+    int status = 0;
+    std::thread([&] {
+      rlimit was{};
+      ::getrlimit(RLIMIT_NOFILE, &was);
+      const int lowest_free = ::dup(0);  // every descriptor below it is taken
+      if (lowest_free < 0) {
+        status = 11;
+        return;
+      }
+      ::close(lowest_free);
+      rlimit none = was;
+      none.rlim_cur = static_cast<rlim_t>(lowest_free);
+      ::setrlimit(RLIMIT_NOFILE, &none);
+      const bool opened_without_descriptors = st->database().raw() != nullptr;
+      const auto during = st->resolve("nothing");
+      const bool read_without_descriptors = during || during.error().code == Errc::not_found;
+      ::setrlimit(RLIMIT_NOFILE, &was);
+      if (opened_without_descriptors || read_without_descriptors) {
+        status = 12;  // the limit did not take: the test proves nothing
+        return;
+      }
+      const auto none_found = st->resolve("nothing");  // the same thread, descriptors free again
+      if (none_found || none_found.error().code != Errc::not_found) {
+        std::fprintf(stderr, "still failing: %s\n", none_found ? "found" : none_found.error().describe().c_str());
+        status = 13;
+      }
+    }).join();
+    return status;
+  });
+  EXPECT_EQ(statuses, std::vector<int>{0});
 }
 
 // Store::lend (issue 19: a call's capability requests use the connection of

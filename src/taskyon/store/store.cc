@@ -221,26 +221,41 @@ Store::Store(Store&&) noexcept = default;
 Store& Store::operator=(Store&&) noexcept = default;
 Store::~Store() = default;
 
+namespace {
+// A new connection of `c`'s file with its per-connection settings (a
+// read-write store's first connection already migrated it), or a broken one
+// saying why it could not be opened.
+sql::Database open_connection(const std::string& path, sql::Access access, Checkpointer* checkpointer, int busy_ms) {
+  auto db = sql::Database::open(path, access);
+  if (db && access == sql::Access::read_write) {
+    if (auto r = set_pragmas(*db, false); !r) db = std::unexpected(r.error());
+    if (db && checkpointer) checkpointer->watch(*db);
+  }
+  sql::Database conn = db ? std::move(*db) : sql::Database::broken(db.error());
+  if (busy_ms != sql::kBusyRetryMs) conn.set_busy_limit(busy_ms);
+  return conn;
+}
+}  // namespace
+
 sql::Database& Store::database() {
   auto& c = *conns_;
   if (borrowed.owner_ == &c) return *borrowed.db_;
   const auto me = std::this_thread::get_id();
   std::unique_lock lock(c.m);
-  if (auto it = c.by_thread.find(me); it != c.by_thread.end()) return *it->second;
+  if (auto it = c.by_thread.find(me); it != c.by_thread.end()) {
+    // One that could not be opened (no file descriptor left, say) is tried
+    // again on each use: a thread that lives long (a server's worker) would
+    // otherwise fail until it ended. Replaced in place, so a reference to it
+    // (a Loan) stays valid.
+    if (it->second->raw() == nullptr) *it->second = open_connection(c.path, c.access, c.checkpointer.get(), c.busy_ms);
+    return *it->second;
+  }
   std::unique_ptr<sql::Database> conn;
   if (!c.parked.empty()) {
     conn = std::move(c.parked.back());
     c.parked.pop_back();
   } else {
-    // A read-write store's first connection already migrated it; this one
-    // only needs its per-connection settings.
-    auto db = sql::Database::open(c.path, c.access);
-    if (db && c.access == sql::Access::read_write) {
-      if (auto r = set_pragmas(*db, false); !r) db = std::unexpected(r.error());
-      if (db && c.checkpointer) c.checkpointer->watch(*db);
-    }
-    conn = std::make_unique<sql::Database>(db ? std::move(*db) : sql::Database::broken(db.error()));
-    if (c.busy_ms != sql::kBusyRetryMs) conn->set_busy_limit(c.busy_ms);
+    conn = std::make_unique<sql::Database>(open_connection(c.path, c.access, c.checkpointer.get(), c.busy_ms));
   }
   auto& mine = *c.by_thread.emplace(me, std::move(conn)).first->second;
   lock.unlock();

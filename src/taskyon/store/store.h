@@ -172,7 +172,8 @@ class Store {
   Result<std::vector<std::string>> active_names();
 
   // The calling thread's connection (see "Threads" above). A connection that
-  // cannot be opened is returned broken: its exec/prepare give the error.
+  // cannot be opened is returned broken: its exec/prepare give the error, and
+  // the thread's next database() tries to open it again (the same object).
   sql::Database& database();
   // Sets the calling thread's connection aside, with its prepared statements;
   // the next thread without a connection of its own takes it instead of
