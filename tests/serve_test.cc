@@ -60,6 +60,21 @@ TEST_F(Serve, PrintsWhereItListensAndWritesTheTokenToA0600FileNotToStdout) {
   EXPECT_FALSE(std::filesystem::exists(s.token_file()));
 }
 
+// A second server that cannot start (its port is the running one's) leaves
+// the running server's token file as it is: its clients still get in.
+TEST_F(Serve, AServerThatCannotTakeItsPortLeavesTheTokenFileAlone) {
+  Served s(home);
+  ASSERT_TRUE(s.up()) << s.log();
+  const std::string before = slurp(s.token_file());
+  const auto second = tycli({"serve", "--port", std::to_string(s.port())});
+  EXPECT_NE(second.exit_code, 0);
+  EXPECT_THAT(second.err, HasSubstr(std::to_string(s.port())));
+  EXPECT_EQ(slurp(s.token_file()), before);
+  auto listed = s.get("/v1/tools");
+  ASSERT_TRUE(listed);
+  EXPECT_EQ(listed->status, 200) << listed->body;
+}
+
 // The ready line is written once SIGTERM is handled: a script that stops the
 // server the moment it reads that line gets the clean shutdown (exit 0, the
 // token file removed). Before, the line came first, and such a SIGTERM met

@@ -76,6 +76,7 @@ int serve(Globals& g, const ServeArgs& a) {
   auto opened = taskyon::store::Store::open(*db);
   if (!opened) return report(g, opened.error());
   auto records = std::make_shared<taskyon::store::Store>(std::move(*opened));
+  records->park();  // its first connection goes to the first HTTP thread that uses it
 
   // H1: a fresh token per run, in a 0600 file; the token itself is printed only when asked.
   auto token = taskyon::http::new_token();
@@ -83,7 +84,6 @@ int serve(Globals& g, const ServeArgs& a) {
   std::error_code ec;
   const std::string token_file =
       a.token_file.empty() ? (std::filesystem::path(*db).parent_path() / "serve.token").string() : a.token_file;
-  if (auto w = taskyon::http::write_token_file(token_file, *token); !w) return report(g, w.error());
 
   taskyon::http::Options options;
   options.port = a.port;
@@ -93,6 +93,9 @@ int serve(Globals& g, const ServeArgs& a) {
   options.threads = static_cast<std::size_t>(a.max_concurrent_calls) + 12;
   auto server = taskyon::http::Server::bind(options);
   if (!server) return report(g, server.error());
+  // Written once the port is ours: a server that cannot start (its port taken,
+  // perhaps by the server whose token file this is) leaves the file alone.
+  if (auto w = taskyon::http::write_token_file(token_file, *token); !w) return report(g, w.error());
   std::string page_url;
   if (!a.page_root.empty()) {
     if (auto mounted = taskyon::http::mount_page(**server, a.page_root); !mounted) {
