@@ -243,7 +243,7 @@ struct Api {
 }  // namespace
 
 Result<void> mount_api(Server& server, host::Host& host, ApiOptions options) {
-  if (!options.egress_store) return fail(Errc::bad_usage, "the egress proxy needs the server's store (ApiOptions::egress_store)");
+  if (!options.egress_store) return fail(Errc::bad_usage, "the egress proxy needs the server's store, and none was given");
   auto api = std::make_shared<Api>(host, std::move(options));
   server.handle("GET", "/v1/tools", [api](const Request&) { return api->tools(); });
   server.handle("GET", "/v1/tools/([^/]+)", [api](const Request& r) { return api->tool(r.params.at(0)); });

@@ -420,7 +420,7 @@ class RunTable final : public Runs {
 
 Result<std::shared_ptr<Runs>> mount_runs(Server& server, RunsOptions options) {
   using runs_detail::RunTable;
-  if (!options.store) return fail(Errc::bad_usage, "the runs need the server's store (RunsOptions::store)");
+  if (!options.store) return fail(Errc::bad_usage, "the runs need the server's store, and none was given");
   options.capabilities.ask = {};
   auto runs = std::make_shared<RunTable>(std::move(options));
   server.handle("POST", "/v1/runs", [runs](const Request& r) { return runs->start(r); });
