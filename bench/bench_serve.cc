@@ -23,6 +23,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -99,7 +100,27 @@ struct Served {
     fs::remove_all(home, ec);
   }
   httplib::Headers auth() const { return {{"Authorization", "Bearer " + token}}; }
+  // A keep-alive client of this server, set as real clients are.
+  std::unique_ptr<httplib::Client> client() const {
+    auto c = std::make_unique<httplib::Client>("127.0.0.1", port);
+    c->set_keep_alive(true);
+    c->set_tcp_nodelay(true);  // as Node's fetch and curl do; without it Nagle meets delayed ACKs (~40 ms)
+    return c;
+  }
 };
+
+// The benchmark's loop: POST `body` to `path` once per iteration, each
+// answered `status`.
+void post_each_iteration(benchmark::State& state, const Served& s, httplib::Client& client, const std::string& path,
+                         const std::string& body, int status) {
+  for (auto _ : state) {
+    auto r = client.Post(path, s.auth(), body, "application/json");
+    if (!r || r->status != status) {
+      state.SkipWithError(("POST " + path + " did not answer " + std::to_string(status)).c_str());
+      break;
+    }
+  }
+}
 
 void HttplibHelloWorld(benchmark::State& state) {
   httplib::Server server;
@@ -122,27 +143,21 @@ BENCHMARK(HttplibHelloWorld);
 
 void ServeV1Call(benchmark::State& state) {
   Served s;
-  httplib::Client client("127.0.0.1", s.port);
-  client.set_keep_alive(true);
-  client.set_tcp_nodelay(true);  // as Node's fetch and curl do; without it Nagle meets delayed ACKs (~40 ms)
+  auto client = s.client();
   const std::string body = R"({"tool":"echo","args":{"n":1}})";
-  auto warm = client.Post("/v1/call", s.auth(), body, "application/json");
+  auto warm = client->Post("/v1/call", s.auth(), body, "application/json");
   if (!warm || warm->status != 200) {
     state.SkipWithError("the warm-up call failed");
     return;
   }
-  for (auto _ : state) {
-    auto r = client.Post("/v1/call", s.auth(), body, "application/json");
-    if (!r || r->status != 200) state.SkipWithError("call failed");
-  }
+  post_each_iteration(state, s, *client, "/v1/call", body, 200);
 }
 BENCHMARK(ServeV1Call)->Unit(benchmark::kMicrosecond);
 
 void ServeMcpToolsCall(benchmark::State& state) {
   Served s;
-  httplib::Client client("127.0.0.1", s.port);
-  client.set_keep_alive(true);
-  client.set_tcp_nodelay(true);  // as Node's fetch and curl do; without it Nagle meets delayed ACKs (~40 ms)
+  auto owned = s.client();
+  httplib::Client& client = *owned;
   auto init = client.Post("/mcp", s.auth(),
                           R"({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25",)"
                           R"("capabilities":{},"clientInfo":{"name":"bench","version":"1"}}})",
@@ -178,29 +193,29 @@ std::string echo_revision(const Served& s, httplib::Client& client) {
   return (*v)["revision"].get<std::string>();
 }
 
-void ServeEgressFetch(benchmark::State& state) {
+// POST `path` with {"revision": echo's revision, `rest`…} once per
+// iteration, each answered `status`.
+void ServeRevisionRequest(benchmark::State& state, const char* path, const char* rest, int status) {
   Served s;
-  httplib::Client client("127.0.0.1", s.port);
-  client.set_keep_alive(true);
-  client.set_tcp_nodelay(true);
-  const std::string revision = echo_revision(s, client);
+  auto client = s.client();
+  const std::string revision = echo_revision(s, *client);
   if (revision.empty()) {
     state.SkipWithError("GET /v1/tools/echo failed");
     return;
   }
-  const std::string body = R"({"revision":")" + revision + R"(","url":"https://example.com/data"})";
-  for (auto _ : state) {
-    auto r = client.Post("/v1/fetch", s.auth(), body, "application/json");
-    if (!r || r->status != 403) state.SkipWithError("the fetch was not denied");
-  }
+  post_each_iteration(state, s, *client, path, R"({"revision":")" + revision + "\"," + rest + "}", status);
 }
-BENCHMARK(ServeEgressFetch)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(ServeRevisionRequest, egress, "/v1/fetch", R"("url":"https://example.com/data")", 403)
+    ->Name("ServeEgressFetch")
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(ServeRevisionRequest, sandbox_log, "/v1/sandbox-log", R"("tool":"echo","reason":"superseded")", 201)
+    ->Name("ServeSandboxLog")
+    ->Unit(benchmark::kMicrosecond);
 
 void ServeBrowserRun(benchmark::State& state) {
   Served s;
-  httplib::Client client("127.0.0.1", s.port);
-  client.set_keep_alive(true);
-  client.set_tcp_nodelay(true);
+  auto owned = s.client();
+  httplib::Client& client = *owned;
   int n = 0;
   for (auto _ : state) {
     auto started = client.Post("/v1/runs", s.auth(),
@@ -222,23 +237,5 @@ void ServeBrowserRun(benchmark::State& state) {
   }
 }
 BENCHMARK(ServeBrowserRun)->Unit(benchmark::kMicrosecond);
-
-void ServeSandboxLog(benchmark::State& state) {
-  Served s;
-  httplib::Client client("127.0.0.1", s.port);
-  client.set_keep_alive(true);
-  client.set_tcp_nodelay(true);
-  const std::string revision = echo_revision(s, client);
-  if (revision.empty()) {
-    state.SkipWithError("GET /v1/tools/echo failed");
-    return;
-  }
-  const std::string body = R"({"revision":")" + revision + R"(","tool":"echo","reason":"superseded"})";
-  for (auto _ : state) {
-    auto r = client.Post("/v1/sandbox-log", s.auth(), body, "application/json");
-    if (!r || r->status != 201) state.SkipWithError("POST /v1/sandbox-log failed");
-  }
-}
-BENCHMARK(ServeSandboxLog)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
