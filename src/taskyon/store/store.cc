@@ -222,7 +222,7 @@ Store& Store::operator=(Store&&) noexcept = default;
 Store::~Store() = default;
 
 namespace {
-// A new connection of `c`'s file with its per-connection settings (a
+// A new connection to `path` with its per-connection settings (a
 // read-write store's first connection already migrated it), or a broken one
 // saying why it could not be opened.
 sql::Database open_connection(const std::string& path, sql::Access access, Checkpointer* checkpointer, int busy_ms) {
