@@ -13,6 +13,8 @@
 
 #include <fmt/format.h>
 
+#include "taskyon/store/wal_vfs.h"
+
 namespace taskyon::store::sql {
 
 struct SqlHash {
@@ -126,7 +128,9 @@ void skip_memory_statistics() {
 Result<sqlite3*> open_raw(const std::string& name, int flags, const std::string& path) {
   skip_memory_statistics();
   sqlite3* db = nullptr;
-  const int rc = sqlite3_open_v2(name.c_str(), &db, flags | SQLITE_OPEN_NOMUTEX, nullptr);
+  // The shim gathers a commit's WAL writes into one (wal_vfs.h); the default
+  // VFS if it could not be set up.
+  const int rc = sqlite3_open_v2(name.c_str(), &db, flags | SQLITE_OPEN_NOMUTEX, wal_gathering_vfs());
   if (rc != SQLITE_OK) {
     auto err = fail(Errc::store,
                     fmt::format("cannot open database: {}{}", db ? sqlite3_errmsg(db) : "out of memory", hint_for(rc)),
