@@ -23,7 +23,8 @@
 // (sql::kBusyTimeoutMs per wait, sql::kBusyRetryMs per write, sqlite.h);
 // after the bound the caller gets Errc::store "held the store for more than
 // … ms", never a bare SQLITE_BUSY.
-// Durability: WAL with synchronous=NORMAL (docs/tasks.md, "Durability").
+// Durability: WAL with synchronous=NORMAL (docs/tasks.md, "Durability"); a
+// commit's WAL frames go to the OS in one write (wal_vfs.h).
 // Checkpoints: the commit that brings the write-ahead log to kCheckpointPages
 // wakes a thread that copies it into the database file and syncs both; no
 // call waits for it (below, checkpointer.h).
