@@ -26,6 +26,8 @@ struct WalFile {
   std::string buffer;           // bytes not yet written, from offset `start`
   sqlite3_int64 start = 0;
   bool commit_pending = false;  // the last write was a commit frame's header
+  bool gather = true;           // false: every write goes straight through
+  sqlite3_int64 last_read = -1;  // where the last call, a read, read from
 };
 constexpr std::size_t kRealAt = (sizeof(WalFile) + 15) & ~std::size_t{15};
 
@@ -50,21 +52,33 @@ bool is_commit_frame_header(const void* data, int n, sqlite3_int64 offset) {
   return (size[0] | size[1] | size[2] | size[3]) != 0;
 }
 
+int write_through(WalFile& w, const void* data, int n, sqlite3_int64 offset) {
+  g_file_writes.fetch_add(1, std::memory_order_relaxed);
+  return real_methods(w).xWrite(w.real, data, n, offset);
+}
+
 int wal_write(sqlite3_file* f, const void* data, int n, sqlite3_int64 offset) {
   WalFile& w = wal(f);
   const bool completes_commit = w.commit_pending;  // this write is the commit frame's page
+  const bool rewrites_what_was_read = offset == w.last_read;
   w.commit_pending = false;
+  w.last_read = -1;
   const auto bytes = static_cast<std::size_t>(n);
   const bool continues = offset == w.start + static_cast<sqlite3_int64>(w.buffer.size());
   if (!w.buffer.empty() && (!continues || w.buffer.size() + bytes > kWalBufferMax)) {
     if (const int rc = flush(w)) return rc;
   }
-  if (bytes > kWalBufferMax) {
-    g_file_writes.fetch_add(1, std::memory_order_relaxed);
-    return real_methods(w).xWrite(w.real, data, n, offset);
+  // A frame read and written again in place (walRewriteChecksums: the last
+  // one written may be the commit frame's header, with no page after it).
+  if (!w.gather || bytes > kWalBufferMax || (w.buffer.empty() && rewrites_what_was_read))
+    return write_through(w, data, n, offset);
+  try {
+    if (w.buffer.empty()) w.start = offset;
+    w.buffer.append(static_cast<const char*>(data), bytes);
+  } catch (const std::bad_alloc&) {  // no exception into SQLite: this write goes alone
+    if (const int rc = flush(w)) return rc;
+    return write_through(w, data, n, offset);
   }
-  if (w.buffer.empty()) w.start = offset;
-  w.buffer.append(static_cast<const char*>(data), bytes);
   if (completes_commit) return flush(w);
   w.commit_pending = is_commit_frame_header(data, n, offset);
   return SQLITE_OK;
@@ -74,6 +88,7 @@ int wal_write(sqlite3_file* f, const void* data, int n, sqlite3_int64 offset) {
 int wal_read(sqlite3_file* f, void* data, int n, sqlite3_int64 offset) {
   WalFile& w = wal(f);
   if (const int rc = flush(w)) return rc;
+  w.last_read = offset;
   return real_methods(w).xRead(w.real, data, n, offset);
 }
 int wal_truncate(sqlite3_file* f, sqlite3_int64 size) {
@@ -146,6 +161,9 @@ int shim_open(sqlite3_vfs*, sqlite3_filename name, sqlite3_file* f, int flags, i
     f->pMethods = nullptr;
     return rc != SQLITE_OK ? rc : SQLITE_CANTOPEN;
   }
+  // psow=0 (SQLite pads a synced commit to a sector and may split its last
+  // frame around the sync): not gathered.
+  w->gather = sqlite3_uri_boolean(name, "psow", 1) != 0;
   w->base.pMethods = &kWalMethods;
   return SQLITE_OK;
 }

@@ -17,6 +17,13 @@
 //   * before any read, sync, truncate, size query, file control or close of
 //     that file, before a write elsewhere in it, and before the buffer would
 //     pass kWalBufferMax bytes.
+// A write of what was just read (a frame rewritten in place) goes straight
+// through, as does every write of a file opened with psow=0 (a synced commit
+// is then padded, its last frame split around the sync).
+// Precondition: the connection never spills (PRAGMA cache_spill = OFF, which
+// sql::Database sets on every connection it opens). A spill writes frames
+// before the commit; rolled back, they would stay buffered past the write
+// lock, and be written later over another connection's frames.
 // Every other file (the database, temporary files) is the default VFS's own,
 // untouched. Durability is unchanged: what is synced, and when, is SQLite's.
 #pragma once
