@@ -75,6 +75,29 @@ TEST_F(Serve, AServerThatCannotTakeItsPortLeavesTheTokenFileAlone) {
   EXPECT_EQ(listed->status, 200) << listed->body;
 }
 
+// Two servers given one token file: the last to start writes its token there,
+// and the first to stop leaves it, for it is the other's; the last to stop
+// removes it. Before, the first to stop removed it and locked the other's
+// clients out.
+TEST_F(Serve, AServerThatStopsLeavesATokenFileAnotherServerWroteSince) {
+  testing::TempDir other_home;
+  const std::string shared = (home.path() / "shared.token").string();
+  Served first(home, {}, {"--token-file", shared});
+  ASSERT_TRUE(first.up()) << first.log();
+  Served second(other_home, {}, {"--token-file", shared});
+  ASSERT_TRUE(second.up()) << second.log();
+  ASSERT_NE(first.token(), second.token());
+  EXPECT_EQ(slurp(shared), second.token() + "\n");
+  EXPECT_EQ(first.stop(), 0);
+  ASSERT_TRUE(std::filesystem::exists(shared));
+  EXPECT_EQ(slurp(shared), second.token() + "\n");
+  auto listed = second.get("/v1/tools");
+  ASSERT_TRUE(listed);
+  EXPECT_EQ(listed->status, 200) << listed->body;
+  EXPECT_EQ(second.stop(), 0);
+  EXPECT_FALSE(std::filesystem::exists(shared));
+}
+
 // The ready line is written once SIGTERM is handled: a script that stops the
 // server the moment it reads that line gets the clean shutdown (exit 0, the
 // token file removed). Before, the line came first, and such a SIGTERM met

@@ -81,7 +81,6 @@ int serve(Globals& g, const ServeArgs& a) {
   // H1: a fresh token per run, in a 0600 file; the token itself is printed only when asked.
   auto token = taskyon::http::new_token();
   if (!token) return report(g, token.error());
-  std::error_code ec;
   const std::string token_file =
       a.token_file.empty() ? (std::filesystem::path(*db).parent_path() / "serve.token").string() : a.token_file;
 
@@ -99,7 +98,7 @@ int serve(Globals& g, const ServeArgs& a) {
   std::string page_url;
   if (!a.page_root.empty()) {
     if (auto mounted = taskyon::http::mount_page(**server, a.page_root); !mounted) {
-      std::filesystem::remove(token_file, ec);
+      taskyon::http::remove_token_file(token_file, *token);
       return report(g, mounted.error());
     }
     page_url = (*server)->url() + taskyon::http::page_prefix(*token) + a.page_start;
@@ -110,7 +109,7 @@ int serve(Globals& g, const ServeArgs& a) {
   api.capabilities = *capabilities;
   api.max_concurrent_calls = static_cast<std::size_t>(a.max_concurrent_calls);
   if (auto mounted = taskyon::http::mount_api(**server, **host, api); !mounted) {
-    std::filesystem::remove(token_file, ec);
+    taskyon::http::remove_token_file(token_file, *token);
     return report(g, mounted.error());
   }
   // Runs (issue 14): calls a browser page executes, recorded in this store.
@@ -121,7 +120,7 @@ int serve(Globals& g, const ServeArgs& a) {
   runs_options.max_timeout = max_timeout;
   auto mounted_runs = taskyon::http::mount_runs(**server, runs_options);
   if (!mounted_runs) {
-    std::filesystem::remove(token_file, ec);
+    taskyon::http::remove_token_file(token_file, *token);
     return report(g, mounted_runs.error());
   }
   auto runs = std::move(*mounted_runs);
@@ -158,7 +157,9 @@ int serve(Globals& g, const ServeArgs& a) {
   runs->close(interruption.signal() ? "the server was interrupted before the page reported its result"
                                     : "the server stopped before the page reported its result");
   (*host)->shutdown(interruption.signal() ? "interrupted" : "shutdown");
-  std::filesystem::remove(token_file, ec);  // a stale token is useless: nobody answers it
+  // A stale token is useless (nobody answers it); a file another server wrote
+  // since holds that server's token, and stays.
+  taskyon::http::remove_token_file(token_file, *token);
   if (int signal = interruption.signal()) std::cerr << fmt::format("tycli serve: stopped by {}\n", Interruption::name(signal));
   return kExitOk;
 }

@@ -253,6 +253,17 @@ Result<void> write_token_file(const std::string& path, std::string_view token) {
   return {};
 }
 
+void remove_token_file(const std::string& path, std::string_view token) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return;
+  const std::string expected = std::string(token) + "\n";
+  std::string held(expected.size() + 1, '\0');  // one byte more: a longer file is not ours
+  const ssize_t n = ::read(fd, held.data(), held.size());
+  ::close(fd);
+  if (n == static_cast<ssize_t>(expected.size()) && held.compare(0, expected.size(), expected) == 0)
+    ::unlink(path.c_str());
+}
+
 namespace {
 
 // Debian's cpp-httplib is a compiled library that listens with a backlog of 5.

@@ -143,6 +143,11 @@ Result<std::string> new_token();
 // file there (never following a symlink). Errc::io naming the path.
 Result<void> write_token_file(const std::string& path, std::string_view token);
 
+// Removes the token file at `path` if it still holds `token` (as
+// write_token_file wrote it); a file another server has written there since,
+// with its own token, stays. Quietly does nothing if there is no such file.
+void remove_token_file(const std::string& path, std::string_view token);
+
 // Whether an Authorization header value is "Bearer TOKEN" (scheme
 // case-insensitive) for exactly `token`, compared in constant time.
 bool bearer_matches(std::string_view authorization, std::string_view token);
