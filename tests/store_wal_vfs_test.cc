@@ -8,6 +8,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 
 #include <fmt/format.h>
@@ -146,6 +149,20 @@ TEST(StoreWalWrites, NoConnectionSpillsPagesBeforeItsCommit) {
   auto reader = Database::open(path, Access::read_only);
   ASSERT_TRUE(reader) << reader.error().describe();
   EXPECT_EQ(count(*reader, "PRAGMA cache_spill"), 0);
+}
+
+// Nothing else in the sources turns spilling back on or writes dirty pages
+// before a commit (sqlite3_db_cacheflush writes them as frames).
+TEST(StoreWalWrites, OnlyTheConnectionOpenerSaysHowPagesSpill) {
+  const std::filesystem::path src = std::filesystem::path(TASKYON_SOURCE_DIR) / "src";
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(src)) {
+    const auto name = entry.path().filename();
+    if (!entry.is_regular_file() || name == "sqlite.cc" || name == "wal_vfs.h") continue;  // the opener, the rule
+    std::ifstream in(entry.path(), std::ios::binary);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    for (const char* word : {"cache_spill", "sqlite3_db_cacheflush"})
+      EXPECT_EQ(text.find(word), std::string::npos) << entry.path() << " names " << word;
+  }
 }
 
 // A transaction ten times its page cache that changes its pages again (with
