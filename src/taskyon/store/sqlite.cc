@@ -140,8 +140,9 @@ Result<sqlite3*> open_raw(const std::string& name, int flags, const std::string&
   }
   sqlite3_busy_timeout(db, kBusyTimeoutMs);
   sqlite3_extended_result_codes(db, 1);
-  // No dirty page is written before its commit: the WAL shim's precondition
-  // (wal_vfs.h). A transaction holds its changed pages in memory instead.
+  // No dirty page is written before its commit, so the WAL shim (wal_vfs.h)
+  // sees frames only at a commit: a second layer under its own rules. A
+  // transaction holds its changed pages in memory instead.
   if (const int spill = sqlite3_exec(db, "PRAGMA cache_spill = OFF", nullptr, nullptr, nullptr); spill != SQLITE_OK) {
     auto err = fail(Errc::store, fmt::format("cannot configure the connection: {}", sqlite3_errmsg(db)), path);
     sqlite3_close(db);

@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <mutex>
 #include <new>
 #include <string>
+#include <unordered_map>
 
 namespace taskyon::store {
 namespace {
@@ -15,29 +17,46 @@ constexpr sqlite3_int64 kWalHeaderBytes = 32;   // fileformat2 §4.1: the WAL he
 constexpr int kFrameHeaderBytes = 24;           // and each frame's header
 constexpr std::size_t kCommitSizeField = 4;     // big-endian "database size after commit", 0 unless a commit frame
 
+constexpr int kWalWriteLock = 0;                 // wal.c WAL_WRITE_LOCK: the writer's slot of the -shm locks
+
 std::atomic<std::uint64_t> g_file_writes{0};
 sqlite3_vfs* g_real = nullptr;  // the default VFS, set once before the shim is registered
 
-// A WAL file: the default VFS's file follows this struct in the memory SQLite
-// gave (szOsFile), at kRealAt.
-struct WalFile {
-  sqlite3_file base;  // first: SQLite sees a WalFile as a sqlite3_file
-  sqlite3_file* real;
+// A database or WAL file: the default VFS's file follows this struct in the
+// memory SQLite gave (szOsFile), at kRealAt. A database file and the WAL file
+// of the same connection know each other (paired in shim_open).
+struct ShimFile {
+  sqlite3_file base;  // first: SQLite sees a ShimFile as a sqlite3_file
+  sqlite3_file* real = nullptr;
+  bool is_wal = false;
+  ShimFile* wal = nullptr;  // a database file's: its connection's WAL file, once open
+  ShimFile* db = nullptr;   // a WAL file's: its connection's database file
+  const char* name = nullptr;  // a database file's name as SQLite passed it (the pairing key)
+  // A WAL file's:
   std::string buffer;           // bytes not yet written, from offset `start`
   sqlite3_int64 start = 0;
   bool commit_pending = false;  // the last write was a commit frame's header
   bool gather = true;           // false: every write goes straight through
   sqlite3_int64 last_read = -1;  // where the last call, a read, read from
 };
-constexpr std::size_t kRealAt = (sizeof(WalFile) + 15) & ~std::size_t{15};
+constexpr std::size_t kRealAt = (sizeof(ShimFile) + 15) & ~std::size_t{15};
 
-WalFile& wal(sqlite3_file* f) { return *reinterpret_cast<WalFile*>(f); }
-const sqlite3_io_methods& real_methods(WalFile& w) { return *w.real->pMethods; }
+ShimFile& shim(sqlite3_file* f) { return *reinterpret_cast<ShimFile*>(f); }
+const sqlite3_io_methods& real_methods(ShimFile& w) { return *w.real->pMethods; }
+
+// The database files open through the shim, by the name pointer SQLite opened
+// each with: the pager's own string, which sqlite3_filename_database() gives
+// back for its WAL file's name, so a WAL file finds exactly its connection's.
+std::mutex g_databases_mutex;
+std::unordered_map<const char*, ShimFile*>& databases() {
+  static std::unordered_map<const char*, ShimFile*> open;
+  return open;
+}
 
 // Writes what is buffered in one write; the buffer is empty afterwards, even
 // when the write failed (SQLite then fails the transaction and writes its
 // frames again).
-int flush(WalFile& w) {
+int flush(ShimFile& w) {
   if (w.buffer.empty()) return SQLITE_OK;
   g_file_writes.fetch_add(1, std::memory_order_relaxed);
   const int rc = real_methods(w).xWrite(w.real, w.buffer.data(), static_cast<int>(w.buffer.size()), w.start);
@@ -52,13 +71,14 @@ bool is_commit_frame_header(const void* data, int n, sqlite3_int64 offset) {
   return (size[0] | size[1] | size[2] | size[3]) != 0;
 }
 
-int write_through(WalFile& w, const void* data, int n, sqlite3_int64 offset) {
-  g_file_writes.fetch_add(1, std::memory_order_relaxed);
+int write_through(ShimFile& w, const void* data, int n, sqlite3_int64 offset) {
+  if (w.is_wal) g_file_writes.fetch_add(1, std::memory_order_relaxed);
   return real_methods(w).xWrite(w.real, data, n, offset);
 }
 
-int wal_write(sqlite3_file* f, const void* data, int n, sqlite3_int64 offset) {
-  WalFile& w = wal(f);
+int shim_write(sqlite3_file* f, const void* data, int n, sqlite3_int64 offset) {
+  ShimFile& w = shim(f);
+  if (!w.is_wal) return real_methods(w).xWrite(w.real, data, n, offset);
   const bool completes_commit = w.commit_pending;  // this write is the commit frame's page
   const bool rewrites_what_was_read = offset == w.last_read;
   w.commit_pending = false;
@@ -84,87 +104,144 @@ int wal_write(sqlite3_file* f, const void* data, int n, sqlite3_int64 offset) {
   return SQLITE_OK;
 }
 
-// The calls that look at or change the file as the OS has it write the buffer first.
-int wal_read(sqlite3_file* f, void* data, int n, sqlite3_int64 offset) {
-  WalFile& w = wal(f);
+// The calls that look at or change the file as the OS has it write a WAL
+// file's buffer first (flush() of a database file's, always empty, is nothing).
+int shim_read(sqlite3_file* f, void* data, int n, sqlite3_int64 offset) {
+  ShimFile& w = shim(f);
   if (const int rc = flush(w)) return rc;
   w.last_read = offset;
   return real_methods(w).xRead(w.real, data, n, offset);
 }
-int wal_truncate(sqlite3_file* f, sqlite3_int64 size) {
-  WalFile& w = wal(f);
+int shim_truncate(sqlite3_file* f, sqlite3_int64 size) {
+  ShimFile& w = shim(f);
   if (const int rc = flush(w)) return rc;
   return real_methods(w).xTruncate(w.real, size);
 }
-int wal_sync(sqlite3_file* f, int flags) {
-  WalFile& w = wal(f);
+int shim_sync(sqlite3_file* f, int flags) {
+  ShimFile& w = shim(f);
   if (const int rc = flush(w)) return rc;
   return real_methods(w).xSync(w.real, flags);
 }
-int wal_file_size(sqlite3_file* f, sqlite3_int64* size) {
-  WalFile& w = wal(f);
+int shim_file_size(sqlite3_file* f, sqlite3_int64* size) {
+  ShimFile& w = shim(f);
   if (const int rc = flush(w)) return rc;
   return real_methods(w).xFileSize(w.real, size);
 }
-int wal_file_control(sqlite3_file* f, int op, void* arg) {
-  WalFile& w = wal(f);
+int shim_file_control(sqlite3_file* f, int op, void* arg) {
+  ShimFile& w = shim(f);
   if (const int rc = flush(w)) return rc;
   return real_methods(w).xFileControl(w.real, op, arg);
 }
-int wal_close(sqlite3_file* f) {
-  WalFile& w = wal(f);
+int shim_close(sqlite3_file* f) {
+  ShimFile& w = shim(f);
   const int flushed = flush(w);
   const int rc = real_methods(w).xClose(w.real);
-  w.~WalFile();
+  if (w.is_wal && w.db) w.db->wal = nullptr;
+  if (w.wal) w.wal->db = nullptr;
+  if (!w.is_wal) {
+    const std::lock_guard lock(g_databases_mutex);
+    if (auto it = databases().find(w.name); it != databases().end() && it->second == &w) databases().erase(it);
+  }
+  w.~ShimFile();
   return flushed != SQLITE_OK ? flushed : rc;
 }
 
-// The rest as the default VFS's file has them.
-int wal_lock(sqlite3_file* f, int level) { return real_methods(wal(f)).xLock(wal(f).real, level); }
-int wal_unlock(sqlite3_file* f, int level) { return real_methods(wal(f)).xUnlock(wal(f).real, level); }
-int wal_check_reserved_lock(sqlite3_file* f, int* out) {
-  return real_methods(wal(f)).xCheckReservedLock(wal(f).real, out);
+// The writer's lock of the WAL index is given back only with nothing of its
+// transaction still buffered: frames of a transaction rolled back after
+// SQLite wrote them early would otherwise be written later, over frames
+// another connection committed meanwhile at the same offsets.
+int shim_shm_lock(sqlite3_file* f, int offset, int n, int flags) {
+  ShimFile& d = shim(f);
+  if (d.wal && (flags & SQLITE_SHM_UNLOCK) && (flags & SQLITE_SHM_EXCLUSIVE) && offset <= kWalWriteLock &&
+      kWalWriteLock < offset + n)
+    flush(*d.wal);  // an error here is the rolled-back frames' only: they were never to be read
+  return real_methods(d).xShmLock(d.real, offset, n, flags);
 }
-int wal_sector_size(sqlite3_file* f) { return real_methods(wal(f)).xSectorSize(wal(f).real); }
-int wal_device_characteristics(sqlite3_file* f) { return real_methods(wal(f)).xDeviceCharacteristics(wal(f).real); }
-// SQLite keeps the WAL index in the database file's shared memory and maps
-// only the database file: these are never called on a WAL file, and refuse.
-int wal_shm_map(sqlite3_file*, int, int, int, void volatile** out) {
-  *out = nullptr;
-  return SQLITE_IOERR_SHMMAP;
-}
-int wal_shm_lock(sqlite3_file*, int, int, int) { return SQLITE_IOERR_SHMLOCK; }
-void wal_shm_barrier(sqlite3_file*) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
-int wal_shm_unmap(sqlite3_file*, int) { return SQLITE_OK; }
-int wal_fetch(sqlite3_file*, sqlite3_int64, int, void** out) {
-  *out = nullptr;  // no mapping: SQLite reads instead
-  return SQLITE_OK;
-}
-int wal_unfetch(sqlite3_file*, sqlite3_int64, void*) { return SQLITE_OK; }
 
-const sqlite3_io_methods kWalMethods = {
-    3,           wal_close,          wal_read,   wal_write,   wal_truncate,         wal_sync,
-    wal_file_size, wal_lock,         wal_unlock, wal_check_reserved_lock, wal_file_control, wal_sector_size,
-    wal_device_characteristics, wal_shm_map, wal_shm_lock, wal_shm_barrier, wal_shm_unmap, wal_fetch,
-    wal_unfetch,
+// The rest as the default VFS's file has them.
+int shim_lock(sqlite3_file* f, int level) { return real_methods(shim(f)).xLock(shim(f).real, level); }
+int shim_unlock(sqlite3_file* f, int level) { return real_methods(shim(f)).xUnlock(shim(f).real, level); }
+int shim_check_reserved_lock(sqlite3_file* f, int* out) {
+  return real_methods(shim(f)).xCheckReservedLock(shim(f).real, out);
+}
+int shim_sector_size(sqlite3_file* f) { return real_methods(shim(f)).xSectorSize(shim(f).real); }
+int shim_device_characteristics(sqlite3_file* f) {
+  return real_methods(shim(f)).xDeviceCharacteristics(shim(f).real);
+}
+int shim_shm_map(sqlite3_file* f, int region, int size, int extend, void volatile** out) {
+  return real_methods(shim(f)).xShmMap(shim(f).real, region, size, extend, out);
+}
+void shim_shm_barrier(sqlite3_file* f) { real_methods(shim(f)).xShmBarrier(shim(f).real); }
+int shim_shm_unmap(sqlite3_file* f, int remove) { return real_methods(shim(f)).xShmUnmap(shim(f).real, remove); }
+int shim_fetch(sqlite3_file* f, sqlite3_int64 offset, int n, void** out) {
+  return real_methods(shim(f)).xFetch(shim(f).real, offset, n, out);
+}
+int shim_unfetch(sqlite3_file* f, sqlite3_int64 offset, void* p) {
+  return real_methods(shim(f)).xUnfetch(shim(f).real, offset, p);
+}
+
+// Version 3: every method the default VFS's files have (os_unix.c); a file
+// whose methods are older is not wrapped (shim_open).
+const sqlite3_io_methods kShimMethods = {
+    3,
+    shim_close,
+    shim_read,
+    shim_write,
+    shim_truncate,
+    shim_sync,
+    shim_file_size,
+    shim_lock,
+    shim_unlock,
+    shim_check_reserved_lock,
+    shim_file_control,
+    shim_sector_size,
+    shim_device_characteristics,
+    shim_shm_map,
+    shim_shm_lock,
+    shim_shm_barrier,
+    shim_shm_unmap,
+    shim_fetch,
+    shim_unfetch,
 };
 
+// The database files and WAL files of connections are wrapped; every other
+// file (journals, temporary files) is the default VFS's own, in f itself.
 int shim_open(sqlite3_vfs*, sqlite3_filename name, sqlite3_file* f, int flags, int* out_flags) {
-  if ((flags & SQLITE_OPEN_WAL) == 0) return g_real->xOpen(g_real, name, f, flags, out_flags);  // f is the real file
-  auto* w = new (f) WalFile{};
+  const bool is_wal = (flags & SQLITE_OPEN_WAL) != 0;
+  if (!is_wal && ((flags & SQLITE_OPEN_MAIN_DB) == 0 || name == nullptr))
+    return g_real->xOpen(g_real, name, f, flags, out_flags);
+  auto* w = new (f) ShimFile{};
   w->base.pMethods = nullptr;  // until the real file is open: SQLite does not close a file that failed to open
   w->real = reinterpret_cast<sqlite3_file*>(reinterpret_cast<char*>(f) + kRealAt);
   const int rc = g_real->xOpen(g_real, name, w->real, flags, out_flags);
   if (rc != SQLITE_OK || w->real->pMethods == nullptr) {
     if (w->real->pMethods != nullptr) w->real->pMethods->xClose(w->real);
-    w->~WalFile();
+    w->~ShimFile();
     f->pMethods = nullptr;
     return rc != SQLITE_OK ? rc : SQLITE_CANTOPEN;
   }
-  // psow=0 (SQLite pads a synced commit to a sector and may split its last
-  // frame around the sync): not gathered.
-  w->gather = sqlite3_uri_boolean(name, "psow", 1) != 0;
-  w->base.pMethods = &kWalMethods;
+  if (w->real->pMethods->iVersion < 3) {  // methods older than the shim's: the file unwrapped
+    w->real->pMethods->xClose(w->real);
+    w->~ShimFile();
+    return g_real->xOpen(g_real, name, f, flags, out_flags);
+  }
+  w->is_wal = is_wal;
+  const std::lock_guard lock(g_databases_mutex);
+  if (is_wal) {
+    // psow=0 (SQLite pads a synced commit to a sector and may split its last
+    // frame around the sync): not gathered. Nor is a WAL file whose database
+    // file is not the shim's (then its write lock is not seen).
+    const auto it = databases().find(sqlite3_filename_database(name));
+    if (it != databases().end() && it->second->wal == nullptr) {
+      w->db = it->second;
+      w->db->wal = w;
+    }
+    w->gather = w->db != nullptr && sqlite3_uri_boolean(name, "psow", 1) != 0;
+  } else {
+    w->name = name;
+    databases()[name] = w;
+  }
+  w->base.pMethods = &kShimMethods;
   return SQLITE_OK;
 }
 

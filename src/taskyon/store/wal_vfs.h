@@ -19,13 +19,17 @@
 //     pass kWalBufferMax bytes.
 // A write of what was just read (a frame rewritten in place) goes straight
 // through, as does every write of a file opened with psow=0 (a synced commit
-// is then padded, its last frame split around the sync).
-// Precondition: the connection never spills (PRAGMA cache_spill = OFF, which
-// sql::Database sets on every connection it opens). A spill writes frames
-// before the commit; rolled back, they would stay buffered past the write
-// lock, and be written later over another connection's frames.
-// Every other file (the database, temporary files) is the default VFS's own,
-// untouched. Durability is unchanged: what is synced, and when, is SQLite's.
+// is then padded, its last frame split around the sync). Before the
+// connection gives back the WAL's write lock (xShmLock on its database file,
+// which the shim wraps too and pairs with its WAL file; a WAL file without
+// that pair is not gathered), the buffer is
+// written: frames SQLite wrote early (a spill) for a transaction it then
+// rolled back never outlive the lock, to land over another connection's.
+// sql::Database also opens every connection with PRAGMA cache_spill = OFF, so
+// frames are written only at a commit (a second layer; tested without it).
+// Journals and temporary files are the default VFS's own, untouched; the
+// database file only forwards. Durability is unchanged: what is synced, and
+// when, is SQLite's.
 #pragma once
 
 #include <cstddef>
