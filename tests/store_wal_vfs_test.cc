@@ -208,24 +208,25 @@ TEST(StoreWalWrites, ARolledBackTransactionLeavesNothingToWriteOverAnotherConnec
   const std::string path = (dir / "w.db").string();
   Database b = open_wal(path);
   ASSERT_TRUE(b.exec("CREATE TABLE t(k INTEGER PRIMARY KEY, v BLOB); CREATE TABLE u(k INTEGER PRIMARY KEY, v TEXT)"));
-  for (const char* spill : {"OFF", "ON"})
-  for (const int rows : {15, 40}) {
-    SCOPED_TRACE(fmt::format("cache_spill {}, {} rows", spill, rows));
-    ASSERT_TRUE(b.exec("DELETE FROM u; PRAGMA wal_checkpoint(TRUNCATE)"));
-    {
-      Database a = open_wal(path);
-      ASSERT_TRUE(a.exec(fmt::format("PRAGMA cache_size = 10; PRAGMA cache_spill = {}", spill)));
-      ASSERT_TRUE(a.exec(fmt::format("BEGIN; WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c "
-                                     "WHERE i < {}) INSERT INTO t SELECT i, randomblob(3000) FROM c",
-                                     rows)));
-      ASSERT_TRUE(a.exec("ROLLBACK"));
-      ASSERT_TRUE(b.exec("BEGIN; WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < 400) "
-                         "INSERT INTO u SELECT i, printf('row %d', i) FROM c; COMMIT"));
-    }  // a closes
-    Database c = open_wal(path);
-    EXPECT_EQ(count(c, "SELECT count(*) FROM u WHERE v = printf('row %d', k)"), 400);
-    EXPECT_EQ(count(c, "SELECT count(*) FROM t"), 0);
-    EXPECT_EQ(integrity(c), "ok");
+  for (const char* spill : {"OFF", "ON"}) {
+    for (const int rows : {15, 40}) {
+      SCOPED_TRACE(fmt::format("cache_spill {}, {} rows", spill, rows));
+      ASSERT_TRUE(b.exec("DELETE FROM u; PRAGMA wal_checkpoint(TRUNCATE)"));
+      {
+        Database a = open_wal(path);
+        ASSERT_TRUE(a.exec(fmt::format("PRAGMA cache_size = 10; PRAGMA cache_spill = {}", spill)));
+        ASSERT_TRUE(a.exec(fmt::format("BEGIN; WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c "
+                                       "WHERE i < {}) INSERT INTO t SELECT i, randomblob(3000) FROM c",
+                                       rows)));
+        ASSERT_TRUE(a.exec("ROLLBACK"));
+        ASSERT_TRUE(b.exec("BEGIN; WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < 400) "
+                           "INSERT INTO u SELECT i, printf('row %d', i) FROM c; COMMIT"));
+      }  // a closes
+      Database c = open_wal(path);
+      EXPECT_EQ(count(c, "SELECT count(*) FROM u WHERE v = printf('row %d', k)"), 400);
+      EXPECT_EQ(count(c, "SELECT count(*) FROM t"), 0);
+      EXPECT_EQ(integrity(c), "ok");
+    }
   }
 }
 

@@ -275,29 +275,32 @@ const char* shim_next_system_call(sqlite3_vfs*, const char* name) { return g_rea
 const char* register_shim() {
   g_real = sqlite3_vfs_find(nullptr);
   if (g_real == nullptr) return nullptr;
-  static sqlite3_vfs shim{};
-  shim.iVersion = std::min(g_real->iVersion, 3);
-  shim.szOsFile = static_cast<int>(kRealAt) + g_real->szOsFile;
-  shim.mxPathname = g_real->mxPathname;
-  shim.zName = "taskyon-wal";
-  shim.xOpen = shim_open;
-  shim.xDelete = shim_delete;
-  shim.xAccess = shim_access;
-  shim.xFullPathname = shim_full_pathname;
-  shim.xDlOpen = shim_dl_open;
-  shim.xDlError = shim_dl_error;
-  shim.xDlSym = shim_dl_sym;
-  shim.xDlClose = shim_dl_close;
-  shim.xRandomness = shim_randomness;
-  shim.xSleep = shim_sleep;
-  shim.xCurrentTime = shim_current_time;
-  shim.xGetLastError = shim_get_last_error;
-  if (shim.iVersion >= 2) shim.xCurrentTimeInt64 = g_real->xCurrentTimeInt64 ? shim_current_time_int64 : nullptr;
-  if (shim.iVersion >= 3) {
-    shim.xSetSystemCall = g_real->xSetSystemCall ? shim_set_system_call : nullptr;
-    shim.xGetSystemCall = g_real->xGetSystemCall ? shim_get_system_call : nullptr;
-    shim.xNextSystemCall = g_real->xNextSystemCall ? shim_next_system_call : nullptr;
-  }
+  const int version = std::min(g_real->iVersion, 3);
+  static sqlite3_vfs shim = {
+      .iVersion = version,
+      .szOsFile = static_cast<int>(kRealAt) + g_real->szOsFile,
+      .mxPathname = g_real->mxPathname,
+      .pNext = nullptr,
+      .zName = "taskyon-wal",
+      .pAppData = nullptr,
+      .xOpen = shim_open,
+      .xDelete = shim_delete,
+      .xAccess = shim_access,
+      .xFullPathname = shim_full_pathname,
+      .xDlOpen = shim_dl_open,
+      .xDlError = shim_dl_error,
+      .xDlSym = shim_dl_sym,
+      .xDlClose = shim_dl_close,
+      .xRandomness = shim_randomness,
+      .xSleep = shim_sleep,
+      .xCurrentTime = shim_current_time,
+      .xGetLastError = shim_get_last_error,
+      // Versions 2 and 3 only where the default VFS has them.
+      .xCurrentTimeInt64 = version >= 2 && g_real->xCurrentTimeInt64 ? shim_current_time_int64 : nullptr,
+      .xSetSystemCall = version >= 3 && g_real->xSetSystemCall ? shim_set_system_call : nullptr,
+      .xGetSystemCall = version >= 3 && g_real->xGetSystemCall ? shim_get_system_call : nullptr,
+      .xNextSystemCall = version >= 3 && g_real->xNextSystemCall ? shim_next_system_call : nullptr,
+  };
   if (sqlite3_vfs_register(&shim, 0) != SQLITE_OK) return nullptr;
   return shim.zName;
 }
