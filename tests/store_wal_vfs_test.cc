@@ -4,11 +4,13 @@
 // process dies at once — whatever the transaction's size, transactions larger
 // than their page cache and rollbacks included. On real SQLite files.
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
+#include <optional>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -50,6 +52,7 @@ void insert(Database& db, int from, int count, std::size_t bytes) {
 std::int64_t checked_rows(Database& db, std::size_t bytes) {
   auto st = db.prepare("SELECT k, v FROM t ORDER BY k");
   EXPECT_TRUE(st) << st.error().describe();
+  if (!st) return -1;
   std::int64_t n = 0;
   for (;;) {
     auto row = st->step();
@@ -63,10 +66,10 @@ std::int64_t checked_rows(Database& db, std::size_t bytes) {
 
 std::string integrity(Database& db) {
   auto st = db.prepare("PRAGMA integrity_check");
-  EXPECT_TRUE(st);
+  if (!st) return st.error().describe();
   auto row = st->step();
-  EXPECT_TRUE(row && *row);
-  return st->text(0);
+  if (!row) return row.error().describe();
+  return *row ? st->text(0) : "no answer";
 }
 
 TEST(StoreWalWrites, ACommitOfManyPagesReachesTheLogInOneWrite) {
@@ -228,6 +231,78 @@ TEST(StoreWalWrites, ARolledBackTransactionLeavesNothingToWriteOverAnotherConnec
       EXPECT_EQ(integrity(c), "ok");
     }
   }
+}
+
+// A WAL as a killed process leaves it after a checkpoint restarted the log:
+// the current generation (one frame), then stale frames of an older one.
+void leave_wal_with_stale_tail(const std::string& path) {
+  Database db = open_wal(path);
+  ASSERT_TRUE(db.exec("CREATE TABLE t(k INTEGER PRIMARY KEY, v TEXT); INSERT INTO t VALUES (1, 'old'); "
+                      "CREATE TABLE u(k INTEGER PRIMARY KEY, v TEXT); "
+                      "WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < 200) "
+                      "INSERT INTO u SELECT i, printf('%.*c', 300, 'a') FROM c; PRAGMA wal_checkpoint(TRUNCATE)"));
+  ASSERT_TRUE(db.exec("UPDATE u SET v = printf('%.*c', 300, 'b'); PRAGMA wal_checkpoint(PASSIVE)"));
+  ASSERT_TRUE(db.exec("UPDATE u SET v = printf('%.*c', 300, 'c') WHERE k = 1"));  // restarts the log
+  sqlite3_db_config(db.raw(), SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);  // the WAL stays, as after a kill
+}
+
+// After recovery the last frame SQLite read is the first stale one, where the
+// next commit goes. A one-page commit there, in a child that ends as soon as
+// COMMIT returns: in locking_mode=EXCLUSIVE no lock is given back on the way,
+// so only the write at the commit frame puts its page in the file.
+TEST(StoreWalWrites, TheFirstCommitAfterRecoveryIsInTheFileWhenCommitReturns) {
+  testing::TempDir dir;
+  const std::string path = (dir / "w.db").string();
+  leave_wal_with_stale_tail(path);
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    auto db = Database::open(path);
+    if (!db || !db->exec("PRAGMA locking_mode = EXCLUSIVE; PRAGMA synchronous = NORMAL; PRAGMA wal_autocheckpoint = 0"))
+      ::_exit(10);
+    ::_exit(db->exec("UPDATE t SET v = 'new' WHERE k = 1") ? 0 : 11);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status;
+  Database db = open_wal(path);
+  auto st = db.prepare("SELECT v FROM t WHERE k = 1");
+  ASSERT_TRUE(st);
+  auto row = st->step();
+  ASSERT_TRUE(row && *row);
+  EXPECT_EQ(st->text(0), "new");
+  EXPECT_EQ(integrity(db), "ok");
+}
+
+// locking_mode=EXCLUSIVE with spilling on: a rolled-back transaction's frames,
+// then the connection back in NORMAL mode (which takes a read lock and never
+// gives slot 0 back through a lock call), another connection's commit, and
+// the first connection's close.
+TEST(StoreWalWrites, AnExclusiveModeRollbackLeavesNothingToWriteOverAnotherConnectionsCommit) {
+  testing::TempDir dir;
+  const std::string path = (dir / "w.db").string();
+  {
+    Database setup = open_wal(path);
+    ASSERT_TRUE(setup.exec("CREATE TABLE t(k INTEGER PRIMARY KEY, v BLOB); "
+                           "CREATE TABLE u(k INTEGER PRIMARY KEY, v TEXT); PRAGMA wal_checkpoint(TRUNCATE)"));
+  }
+  std::optional<Database> b;  // opened once a is back in NORMAL mode: its lock would keep a out
+  {
+    Database a = open_wal(path);
+    ASSERT_TRUE(a.exec("PRAGMA cache_size = 10; PRAGMA cache_spill = ON"));
+    EXPECT_EQ(count(a, "SELECT count(*) FROM t"), 0);  // the log open, with shared memory
+    ASSERT_TRUE(a.exec("PRAGMA locking_mode = EXCLUSIVE"));
+    ASSERT_TRUE(a.exec("BEGIN; WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < 15) "
+                       "INSERT INTO t SELECT i, randomblob(3000) FROM c"));
+    ASSERT_TRUE(a.exec("ROLLBACK"));
+    ASSERT_TRUE(a.exec("PRAGMA locking_mode = NORMAL; BEGIN IMMEDIATE; COMMIT"));
+    b.emplace(open_wal(path));
+    ASSERT_TRUE(b->exec("BEGIN; WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < 400) "
+                       "INSERT INTO u SELECT i, printf('row %d', i) FROM c; COMMIT"));
+  }  // a closes
+  Database c = open_wal(path);
+  EXPECT_EQ(count(c, "SELECT count(*) FROM u WHERE v = printf('row %d', k)"), 400);
+  EXPECT_EQ(integrity(c), "ok");
 }
 
 // One commit larger than the buffer goes in pieces; another connection reads

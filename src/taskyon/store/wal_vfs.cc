@@ -17,7 +17,6 @@ constexpr sqlite3_int64 kWalHeaderBytes = 32;   // fileformat2 §4.1: the WAL he
 constexpr int kFrameHeaderBytes = 24;           // and each frame's header
 constexpr std::size_t kCommitSizeField = 4;     // big-endian "database size after commit", 0 unless a commit frame
 
-constexpr int kWalWriteLock = 0;                 // wal.c WAL_WRITE_LOCK: the writer's slot of the -shm locks
 
 std::atomic<std::uint64_t> g_file_writes{0};
 sqlite3_vfs* g_real = nullptr;  // the default VFS, set once before the shim is registered
@@ -90,8 +89,13 @@ int shim_write(sqlite3_file* f, const void* data, int n, sqlite3_int64 offset) {
   }
   // A frame read and written again in place (walRewriteChecksums: the last
   // one written may be the commit frame's header, with no page after it).
-  if (!w.gather || bytes > kWalBufferMax || (w.buffer.empty() && rewrites_what_was_read))
-    return write_through(w, data, n, offset);
+  if (!w.gather || bytes > kWalBufferMax || (w.buffer.empty() && rewrites_what_was_read)) {
+    const int rc = write_through(w, data, n, offset);
+    // A header written through may start a commit frame all the same (after
+    // recovery, the last read was of the invalid frame where the log goes on).
+    w.commit_pending = w.gather && rc == SQLITE_OK && is_commit_frame_header(data, n, offset);
+    return rc;
+  }
   try {
     if (w.buffer.empty()) w.start = offset;
     w.buffer.append(static_cast<const char*>(data), bytes);
@@ -146,15 +150,16 @@ int shim_close(sqlite3_file* f) {
   return flushed != SQLITE_OK ? flushed : rc;
 }
 
-// The writer's lock of the WAL index is given back only with nothing of its
+// A lock of the WAL index changes only with nothing of the connection's
 // transaction still buffered: frames of a transaction rolled back after
 // SQLite wrote them early would otherwise be written later, over frames
 // another connection committed meanwhile at the same offsets.
 int shim_shm_lock(sqlite3_file* f, int offset, int n, int flags) {
   ShimFile& d = shim(f);
-  if (d.wal && (flags & SQLITE_SHM_UNLOCK) && (flags & SQLITE_SHM_EXCLUSIVE) && offset <= kWalWriteLock &&
-      kWalWriteLock < offset + n)
-    flush(*d.wal);  // an error here is the rolled-back frames' only: they were never to be read
+  // Any lock change, not only giving slot 0 back: leaving locking_mode=EXCLUSIVE
+  // takes a read lock and never unlocks slot 0. An error here is the rolled-back
+  // frames' only: they were never to be read.
+  if (d.wal) flush(*d.wal);
   return real_methods(d).xShmLock(d.real, offset, n, flags);
 }
 
@@ -171,7 +176,12 @@ int shim_device_characteristics(sqlite3_file* f) {
 int shim_shm_map(sqlite3_file* f, int region, int size, int extend, void volatile** out) {
   return real_methods(shim(f)).xShmMap(shim(f).real, region, size, extend, out);
 }
-void shim_shm_barrier(sqlite3_file* f) { real_methods(shim(f)).xShmBarrier(shim(f).real); }
+// wal.c walIndexWriteHdr: the WAL-index header is published around this
+// barrier; nothing it covers may still be buffered.
+void shim_shm_barrier(sqlite3_file* f) {
+  if (ShimFile& d = shim(f); d.wal) flush(*d.wal);
+  real_methods(shim(f)).xShmBarrier(shim(f).real);
+}
 int shim_shm_unmap(sqlite3_file* f, int remove) { return real_methods(shim(f)).xShmUnmap(shim(f).real, remove); }
 int shim_fetch(sqlite3_file* f, sqlite3_int64 offset, int n, void** out) {
   return real_methods(shim(f)).xFetch(shim(f).real, offset, n, out);
@@ -228,18 +238,24 @@ int shim_open(sqlite3_vfs*, sqlite3_filename name, sqlite3_file* f, int flags, i
   w->is_wal = is_wal;
   const std::lock_guard lock(g_databases_mutex);
   if (is_wal) {
-    // psow=0 (SQLite pads a synced commit to a sector and may split its last
-    // frame around the sync): not gathered. Nor is a WAL file whose database
-    // file is not the shim's (then its write lock is not seen).
+    // Not gathered: a WAL file whose database file is not the shim's (its
+    // locks are not seen), and one whose database file lacks powersafe
+    // overwrite (psow=0: SQLite pads a synced commit to a sector and may
+    // split its last frame around the sync).
     const auto it = databases().find(sqlite3_filename_database(name));
     if (it != databases().end() && it->second->wal == nullptr) {
       w->db = it->second;
       w->db->wal = w;
     }
-    w->gather = w->db != nullptr && sqlite3_uri_boolean(name, "psow", 1) != 0;
+    // wal.c decides padding the same way, once, when it opens the log.
+    w->gather = w->db != nullptr && (real_methods(*w->db).xDeviceCharacteristics(w->db->real) &
+                                     SQLITE_IOCAP_POWERSAFE_OVERWRITE) != 0;
   } else {
     w->name = name;
-    databases()[name] = w;
+    try {
+      databases()[name] = w;
+    } catch (const std::bad_alloc&) {  // unpaired: its WAL file is then not gathered
+    }
   }
   w->base.pMethods = &kShimMethods;
   return SQLITE_OK;

@@ -18,13 +18,17 @@
 //     that file, before a write elsewhere in it, and before the buffer would
 //     pass kWalBufferMax bytes.
 // A write of what was just read (a frame rewritten in place) goes straight
-// through, as does every write of a file opened with psow=0 (a synced commit
-// is then padded, its last frame split around the sync). Before the
-// connection gives back the WAL's write lock (xShmLock on its database file,
-// which the shim wraps too and pairs with its WAL file; a WAL file without
-// that pair is not gathered), the buffer is
-// written: frames SQLite wrote early (a spill) for a transaction it then
-// rolled back never outlive the lock, to land over another connection's.
+// through (and a commit frame's header written so still makes its page the
+// end of the commit), as does every write of a file whose database file lacks
+// powersafe overwrite (psow=0: a synced commit is then padded, its last frame
+// split around the sync). The shim wraps the database file too and pairs it
+// with its connection's WAL file (a WAL file without that pair is not
+// gathered); at every lock change of the WAL index and at every memory
+// barrier (xShmLock, xShmBarrier on the database file: SQLite publishes a
+// commit around a barrier) the buffer is written first. So frames SQLite
+// wrote early (a spill) for a transaction it then rolled back never outlive
+// the write lock, to land over another connection's, and nothing published
+// is still buffered.
 // sql::Database also opens every connection with PRAGMA cache_spill = OFF, so
 // frames are written only at a commit (a second layer; tested without it).
 // Journals and temporary files are the default VFS's own, untouched; the
