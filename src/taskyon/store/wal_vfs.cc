@@ -17,7 +17,6 @@ constexpr sqlite3_int64 kWalHeaderBytes = 32;   // fileformat2 §4.1: the WAL he
 constexpr int kFrameHeaderBytes = 24;           // and each frame's header
 constexpr std::size_t kCommitSizeField = 4;     // big-endian "database size after commit", 0 unless a commit frame
 
-
 std::atomic<std::uint64_t> g_file_writes{0};
 sqlite3_vfs* g_real = nullptr;  // the default VFS, set once before the shim is registered
 
@@ -89,19 +88,20 @@ int shim_write(sqlite3_file* f, const void* data, int n, sqlite3_int64 offset) {
   }
   // A frame read and written again in place (walRewriteChecksums: the last
   // one written may be the commit frame's header, with no page after it).
-  if (!w.gather || bytes > kWalBufferMax || (w.buffer.empty() && rewrites_what_was_read)) {
+  // A header written through may start a commit frame all the same (after
+  // recovery, the last read was of the invalid frame where the log goes on).
+  const auto alone = [&] {
     const int rc = write_through(w, data, n, offset);
-    // A header written through may start a commit frame all the same (after
-    // recovery, the last read was of the invalid frame where the log goes on).
     w.commit_pending = w.gather && rc == SQLITE_OK && is_commit_frame_header(data, n, offset);
     return rc;
-  }
+  };
+  if (!w.gather || bytes > kWalBufferMax || (w.buffer.empty() && rewrites_what_was_read)) return alone();
   try {
     if (w.buffer.empty()) w.start = offset;
     w.buffer.append(static_cast<const char*>(data), bytes);
   } catch (const std::bad_alloc&) {  // no exception into SQLite: this write goes alone
     if (const int rc = flush(w)) return rc;
-    return write_through(w, data, n, offset);
+    return alone();
   }
   if (completes_commit) return flush(w);
   w.commit_pending = is_commit_frame_header(data, n, offset);
