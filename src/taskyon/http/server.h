@@ -146,6 +146,8 @@ Result<void> write_token_file(const std::string& path, std::string_view token);
 // Removes the token file at `path` if it still holds `token` (as
 // write_token_file wrote it); a file another server has written there since,
 // with its own token, stays. Quietly does nothing if there is no such file.
+// Not atomic: a file renamed there between the read and the unlink (two
+// system calls) is removed.
 void remove_token_file(const std::string& path, std::string_view token);
 
 // Whether an Authorization header value is "Bearer TOKEN" (scheme
