@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <optional>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <string>
 
@@ -72,6 +73,18 @@ std::string integrity(Database& db) {
   return *row ? st->text(0) : "no answer";
 }
 
+// Runs `body` in a forked child that ends with _exit(body()) as soon as it
+// returns (no close, nothing flushed on the way out); the child's exit code,
+// or -1 if it did not exit.
+int exit_code_of_child(const std::function<int()>& body) {
+  const pid_t pid = ::fork();
+  if (pid < 0) return -1;
+  if (pid == 0) ::_exit(body());
+  int status = 0;
+  if (::waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return -1;
+  return WEXITSTATUS(status);
+}
+
 TEST(StoreWalWrites, ACommitOfManyPagesReachesTheLogInOneWrite) {
   testing::TempDir dir;
   Database db = open_wal((dir / "w.db").string());
@@ -109,24 +122,20 @@ TEST(StoreWalWrites, ACommitSurvivesItsProcessEndingRightAfterIt) {
     ASSERT_TRUE(db.exec("CREATE TABLE t(k INTEGER PRIMARY KEY, v TEXT)"));
   }
   for (const std::size_t bytes : {40u, 3000u, 9000u}) {
-    const pid_t pid = ::fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
-      auto db = Database::open(path);
-      if (!db || !db->exec("DELETE FROM t")) ::_exit(10);
-      auto tx = Transaction::begin(*db);
-      if (!tx) ::_exit(11);
-      for (int k = 0; k < 12; ++k) {
-        auto st = db->prepare("INSERT INTO t(k, v) VALUES (?1, ?2)");
-        if (!st) ::_exit(12);
-        st->bind(1, std::int64_t{k}).bind(2, row_text(k, bytes));
-        if (!st->run()) ::_exit(13);
-      }
-      ::_exit(tx->commit() ? 0 : 14);
-    }
-    int status = 0;
-    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
-    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status;
+    ASSERT_EQ(exit_code_of_child([&] {
+                auto db = Database::open(path);
+                if (!db || !db->exec("DELETE FROM t")) return 10;
+                auto tx = Transaction::begin(*db);
+                if (!tx) return 11;
+                for (int k = 0; k < 12; ++k) {
+                  auto st = db->prepare("INSERT INTO t(k, v) VALUES (?1, ?2)");
+                  if (!st) return 12;
+                  st->bind(1, std::int64_t{k}).bind(2, row_text(k, bytes));
+                  if (!st->run()) return 13;
+                }
+                return tx->commit() ? 0 : 14;
+              }),
+              0);
     Database db = open_wal(path);
     EXPECT_EQ(checked_rows(db, bytes), 12) << bytes << "-byte rows";
     EXPECT_EQ(integrity(db), "ok");
@@ -179,22 +188,18 @@ TEST(StoreWalWrites, ATransactionLargerThanItsCacheSurvivesItsProcessEndingRight
     Database db = open_wal(path);
     ASSERT_TRUE(db.exec("CREATE TABLE t(k INTEGER PRIMARY KEY, v BLOB)"));
   }
-  const pid_t pid = ::fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    auto db = Database::open(path);
-    if (!db || !db->exec("PRAGMA synchronous = NORMAL; PRAGMA wal_autocheckpoint = 0; PRAGMA cache_size = 10; "
-                         "PRAGMA cache_spill = ON"))
-      ::_exit(10);
-    const bool done = db->exec(
-        "BEGIN; WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < 300) "
-        "INSERT INTO t SELECT i, randomblob(1500) FROM c; UPDATE t SET v = randomblob(1500); "
-        "UPDATE t SET v = randomblob(1400) WHERE k % 3 = 0; COMMIT").has_value();
-    ::_exit(done ? 0 : 11);
-  }
-  int status = 0;
-  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
-  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status;
+  ASSERT_EQ(exit_code_of_child([&] {
+              auto db = Database::open(path);
+              if (!db || !db->exec("PRAGMA synchronous = NORMAL; PRAGMA wal_autocheckpoint = 0; PRAGMA cache_size = 10; "
+                                   "PRAGMA cache_spill = ON"))
+                return 10;
+              return db->exec("BEGIN; WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < 300) "
+                              "INSERT INTO t SELECT i, randomblob(1500) FROM c; UPDATE t SET v = randomblob(1500); "
+                              "UPDATE t SET v = randomblob(1400) WHERE k % 3 = 0; COMMIT")
+                         ? 0
+                         : 11;
+            }),
+            0);
   Database db = open_wal(path);
   EXPECT_EQ(count(db, "SELECT count(*) FROM t"), 300);
   EXPECT_EQ(count(db, "SELECT count(*) FROM t WHERE length(v) = IIF(k % 3 = 0, 1400, 1500)"), 300);
@@ -254,17 +259,14 @@ TEST(StoreWalWrites, TheFirstCommitAfterRecoveryIsInTheFileWhenCommitReturns) {
   testing::TempDir dir;
   const std::string path = (dir / "w.db").string();
   leave_wal_with_stale_tail(path);
-  const pid_t pid = ::fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    auto db = Database::open(path);
-    if (!db || !db->exec("PRAGMA locking_mode = EXCLUSIVE; PRAGMA synchronous = NORMAL; PRAGMA wal_autocheckpoint = 0"))
-      ::_exit(10);
-    ::_exit(db->exec("UPDATE t SET v = 'new' WHERE k = 1") ? 0 : 11);
-  }
-  int status = 0;
-  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
-  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status;
+  ASSERT_EQ(exit_code_of_child([&] {
+              auto db = Database::open(path);
+              if (!db ||
+                  !db->exec("PRAGMA locking_mode = EXCLUSIVE; PRAGMA synchronous = NORMAL; PRAGMA wal_autocheckpoint = 0"))
+                return 10;
+              return db->exec("UPDATE t SET v = 'new' WHERE k = 1") ? 0 : 11;
+            }),
+            0);
   Database db = open_wal(path);
   auto st = db.prepare("SELECT v FROM t WHERE k = 1");
   ASSERT_TRUE(st);
@@ -298,7 +300,7 @@ TEST(StoreWalWrites, AnExclusiveModeRollbackLeavesNothingToWriteOverAnotherConne
     ASSERT_TRUE(a.exec("PRAGMA locking_mode = NORMAL; BEGIN IMMEDIATE; COMMIT"));
     b.emplace(open_wal(path));
     ASSERT_TRUE(b->exec("BEGIN; WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < 400) "
-                       "INSERT INTO u SELECT i, printf('row %d', i) FROM c; COMMIT"));
+                        "INSERT INTO u SELECT i, printf('row %d', i) FROM c; COMMIT"));
   }  // a closes
   Database c = open_wal(path);
   EXPECT_EQ(count(c, "SELECT count(*) FROM u WHERE v = printf('row %d', k)"), 400);
