@@ -73,13 +73,17 @@ std::string integrity(Database& db) {
   return *row ? st->text(0) : "no answer";
 }
 
-// Runs `body` in a forked child that ends with _exit(body()) as soon as it
-// returns (no close, nothing flushed on the way out); the child's exit code,
-// or -1 if it did not exit.
-int exit_code_of_child(const std::function<int()>& body) {
+// Runs `body` in a forked child; the child's exit code, or -1 if it did not
+// exit. The body ends the child itself with ::_exit(code) while its store is
+// still open: nothing closed, nothing flushed on the way out (a body that
+// returns exits with 99).
+int exit_code_of_child(const std::function<void()>& body) {
   const pid_t pid = ::fork();
   if (pid < 0) return -1;
-  if (pid == 0) ::_exit(body());
+  if (pid == 0) {
+    body();
+    ::_exit(99);
+  }
   int status = 0;
   if (::waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return -1;
   return WEXITSTATUS(status);
@@ -124,16 +128,16 @@ TEST(StoreWalWrites, ACommitSurvivesItsProcessEndingRightAfterIt) {
   for (const std::size_t bytes : {40u, 3000u, 9000u}) {
     ASSERT_EQ(exit_code_of_child([&] {
                 auto db = Database::open(path);
-                if (!db || !db->exec("DELETE FROM t")) return 10;
+                if (!db || !db->exec("DELETE FROM t")) ::_exit(10);
                 auto tx = Transaction::begin(*db);
-                if (!tx) return 11;
+                if (!tx) ::_exit(11);
                 for (int k = 0; k < 12; ++k) {
                   auto st = db->prepare("INSERT INTO t(k, v) VALUES (?1, ?2)");
-                  if (!st) return 12;
+                  if (!st) ::_exit(12);
                   st->bind(1, std::int64_t{k}).bind(2, row_text(k, bytes));
-                  if (!st->run()) return 13;
+                  if (!st->run()) ::_exit(13);
                 }
-                return tx->commit() ? 0 : 14;
+                ::_exit(tx->commit() ? 0 : 14);
               }),
               0);
     Database db = open_wal(path);
@@ -192,12 +196,13 @@ TEST(StoreWalWrites, ATransactionLargerThanItsCacheSurvivesItsProcessEndingRight
               auto db = Database::open(path);
               if (!db || !db->exec("PRAGMA synchronous = NORMAL; PRAGMA wal_autocheckpoint = 0; PRAGMA cache_size = 10; "
                                    "PRAGMA cache_spill = ON"))
-                return 10;
-              return db->exec("BEGIN; WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < 300) "
-                              "INSERT INTO t SELECT i, randomblob(1500) FROM c; UPDATE t SET v = randomblob(1500); "
-                              "UPDATE t SET v = randomblob(1400) WHERE k % 3 = 0; COMMIT")
-                         ? 0
-                         : 11;
+                ::_exit(10);
+              const bool done =
+                  db->exec("BEGIN; WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < 300) "
+                           "INSERT INTO t SELECT i, randomblob(1500) FROM c; UPDATE t SET v = randomblob(1500); "
+                           "UPDATE t SET v = randomblob(1400) WHERE k % 3 = 0; COMMIT")
+                      .has_value();
+              ::_exit(done ? 0 : 11);
             }),
             0);
   Database db = open_wal(path);
@@ -263,8 +268,8 @@ TEST(StoreWalWrites, TheFirstCommitAfterRecoveryIsInTheFileWhenCommitReturns) {
               auto db = Database::open(path);
               if (!db ||
                   !db->exec("PRAGMA locking_mode = EXCLUSIVE; PRAGMA synchronous = NORMAL; PRAGMA wal_autocheckpoint = 0"))
-                return 10;
-              return db->exec("UPDATE t SET v = 'new' WHERE k = 1") ? 0 : 11;
+                ::_exit(10);
+              ::_exit(db->exec("UPDATE t SET v = 'new' WHERE k = 1") ? 0 : 11);
             }),
             0);
   Database db = open_wal(path);
@@ -273,6 +278,36 @@ TEST(StoreWalWrites, TheFirstCommitAfterRecoveryIsInTheFileWhenCommitReturns) {
   auto row = st->step();
   ASSERT_TRUE(row && *row);
   EXPECT_EQ(st->text(0), "new");
+  EXPECT_EQ(integrity(db), "ok");
+}
+
+// locking_mode=EXCLUSIVE from the connection's first read: SQLite keeps the
+// WAL index in heap memory and makes no lock or barrier call at all, so only
+// the write at the commit frame puts a commit in the file before COMMIT
+// returns. In a child that ends as soon as it does.
+TEST(StoreWalWrites, AnExclusiveConnectionsCommitIsInTheFileWhenCommitReturns) {
+  testing::TempDir dir;
+  const std::string path = (dir / "w.db").string();
+  {
+    Database db = open_wal(path);
+    ASSERT_TRUE(db.exec("CREATE TABLE t(k INTEGER PRIMARY KEY, v TEXT)"));
+  }
+  ASSERT_EQ(exit_code_of_child([&] {
+              auto db = Database::open(path);
+              if (!db || !db->exec("PRAGMA locking_mode = EXCLUSIVE; PRAGMA synchronous = NORMAL; "
+                                   "PRAGMA wal_autocheckpoint = 0"))
+                ::_exit(10);
+              for (int k = 0; k < 5; ++k) {
+                auto st = db->prepare("INSERT INTO t(k, v) VALUES (?1, ?2)");
+                if (!st) ::_exit(11);
+                st->bind(1, std::int64_t{k}).bind(2, row_text(k, 3000));
+                if (!st->run()) ::_exit(12);
+              }
+              ::_exit(0);
+            }),
+            0);
+  Database db = open_wal(path);
+  EXPECT_EQ(checked_rows(db, 3000), 5);
   EXPECT_EQ(integrity(db), "ok");
 }
 
