@@ -342,6 +342,37 @@ TEST(StoreWalWrites, AnExclusiveModeRollbackLeavesNothingToWriteOverAnotherConne
   EXPECT_EQ(integrity(c), "ok");
 }
 
+// A transaction larger than its cache (spilling on) rewrites its frames'
+// checksums at its commit, and the last thing it writes is the commit frame's
+// header again, with no page after it. The next commit, of one page, must
+// still be in the file when COMMIT returns: in locking_mode=EXCLUSIVE from the
+// first read nothing but the write of its page puts it there (found by a third
+// review: the rewritten header left the next commit's page buffered).
+TEST(StoreWalWrites, AOnePageCommitAfterAChecksumRewriteIsInTheFileWhenCommitReturns) {
+  testing::TempDir dir;
+  const std::string path = (dir / "w.db").string();
+  {
+    Database db = open_wal(path);
+    ASSERT_TRUE(db.exec("CREATE TABLE t(k INTEGER PRIMARY KEY, v BLOB); CREATE TABLE s(k INTEGER PRIMARY KEY, v TEXT); "
+                        "INSERT INTO s VALUES (1, 'old')"));
+  }
+  ASSERT_EQ(exit_code_of_child([&] {
+              auto db = Database::open(path);
+              if (!db || !db->exec("PRAGMA locking_mode = EXCLUSIVE; PRAGMA synchronous = NORMAL; "
+                                   "PRAGMA wal_autocheckpoint = 0; PRAGMA cache_size = 10; PRAGMA cache_spill = ON"))
+                ::_exit(10);
+              if (!db->exec("BEGIN; WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < 300) "
+                            "INSERT INTO t SELECT i, randomblob(1500) FROM c; UPDATE t SET v = randomblob(1500); COMMIT"))
+                ::_exit(11);
+              ::_exit(db->exec("UPDATE s SET v = 'new' WHERE k = 1") ? 0 : 12);
+            }),
+            0);
+  Database db = open_wal(path);
+  EXPECT_EQ(count(db, "SELECT count(*) FROM t"), 300);
+  EXPECT_EQ(count(db, "SELECT count(*) FROM s WHERE v = 'new'"), 1) << "the acknowledged one-page commit was lost";
+  EXPECT_EQ(integrity(db), "ok");
+}
+
 // One commit larger than the buffer goes in pieces; another connection reads
 // it whole, before and after a checkpoint.
 TEST(StoreWalWrites, ACommitLargerThanTheBufferIsWrittenWhole) {

@@ -33,7 +33,12 @@ struct ShimFile {
   // A WAL file's:
   std::string buffer;           // bytes not yet written, from offset `start`
   sqlite3_int64 start = 0;
-  bool commit_pending = false;  // the last write was a commit frame's header
+  // Where the page of the commit frame whose header was the last write must
+  // start (that header's offset + 24); -1: none. Only a write there completes
+  // the commit: a header rewritten in place (walRewriteChecksums) has no page
+  // after it, and the next write is then another transaction's.
+  sqlite3_int64 commit_page_at = -1;
+  int deferred_rc = SQLITE_OK;  // a failed write of the buffer where SQLite could not be told (the barrier)
   bool gather = true;           // false: every write goes straight through
   sqlite3_int64 last_read = -1;  // where the last call, a read, read from
 };
@@ -69,6 +74,19 @@ bool is_commit_frame_header(const void* data, int n, sqlite3_int64 offset) {
   return (size[0] | size[1] | size[2] | size[3]) != 0;
 }
 
+// Marks where the page of a commit frame whose header this write is must go.
+void note_commit_header(ShimFile& w, const void* data, int n, sqlite3_int64 offset) {
+  if (w.gather && is_commit_frame_header(data, n, offset)) w.commit_page_at = offset + kFrameHeaderBytes;
+}
+
+// A write of the buffer that failed where SQLite could not be told: the next
+// call on the WAL file that can fail says so.
+int take_deferred(ShimFile& w) {
+  const int rc = w.deferred_rc;
+  w.deferred_rc = SQLITE_OK;
+  return rc;
+}
+
 int write_through(ShimFile& w, const void* data, int n, sqlite3_int64 offset) {
   if (w.is_wal) g_file_writes.fetch_add(1, std::memory_order_relaxed);
   return real_methods(w).xWrite(w.real, data, n, offset);
@@ -77,9 +95,10 @@ int write_through(ShimFile& w, const void* data, int n, sqlite3_int64 offset) {
 int shim_write(sqlite3_file* f, const void* data, int n, sqlite3_int64 offset) {
   ShimFile& w = shim(f);
   if (!w.is_wal) return real_methods(w).xWrite(w.real, data, n, offset);
-  const bool completes_commit = w.commit_pending;  // this write is the commit frame's page
+  if (const int rc = take_deferred(w)) return rc;
+  const bool completes_commit = offset == w.commit_page_at;  // this write is the commit frame's page
   const bool rewrites_what_was_read = offset == w.last_read;
-  w.commit_pending = false;
+  w.commit_page_at = -1;
   w.last_read = -1;
   const auto bytes = static_cast<std::size_t>(n);
   const bool continues = offset == w.start + static_cast<sqlite3_int64>(w.buffer.size());
@@ -92,7 +111,7 @@ int shim_write(sqlite3_file* f, const void* data, int n, sqlite3_int64 offset) {
   // recovery, the last read was of the invalid frame where the log goes on).
   const auto alone = [&] {
     const int rc = write_through(w, data, n, offset);
-    w.commit_pending = w.gather && rc == SQLITE_OK && is_commit_frame_header(data, n, offset);
+    if (rc == SQLITE_OK) note_commit_header(w, data, n, offset);
     return rc;
   };
   if (!w.gather || bytes > kWalBufferMax || (w.buffer.empty() && rewrites_what_was_read)) return alone();
@@ -103,42 +122,49 @@ int shim_write(sqlite3_file* f, const void* data, int n, sqlite3_int64 offset) {
     if (const int rc = flush(w)) return rc;
     return alone();
   }
+  note_commit_header(w, data, n, offset);
   if (completes_commit) return flush(w);
-  w.commit_pending = is_commit_frame_header(data, n, offset);
   return SQLITE_OK;
 }
 
 // The calls that look at or change the file as the OS has it write a WAL
-// file's buffer first (flush() of a database file's, always empty, is nothing).
+// file's buffer first (flush() of a database file's, always empty, is
+// nothing), and end any commit frame left without its page.
+int settle(ShimFile& w) {
+  w.commit_page_at = -1;
+  const int deferred = take_deferred(w);
+  const int rc = flush(w);
+  return deferred != SQLITE_OK ? deferred : rc;
+}
 int shim_read(sqlite3_file* f, void* data, int n, sqlite3_int64 offset) {
   ShimFile& w = shim(f);
-  if (const int rc = flush(w)) return rc;
+  if (const int rc = settle(w)) return rc;
   w.last_read = offset;
   return real_methods(w).xRead(w.real, data, n, offset);
 }
 int shim_truncate(sqlite3_file* f, sqlite3_int64 size) {
   ShimFile& w = shim(f);
-  if (const int rc = flush(w)) return rc;
+  if (const int rc = settle(w)) return rc;
   return real_methods(w).xTruncate(w.real, size);
 }
 int shim_sync(sqlite3_file* f, int flags) {
   ShimFile& w = shim(f);
-  if (const int rc = flush(w)) return rc;
+  if (const int rc = settle(w)) return rc;
   return real_methods(w).xSync(w.real, flags);
 }
 int shim_file_size(sqlite3_file* f, sqlite3_int64* size) {
   ShimFile& w = shim(f);
-  if (const int rc = flush(w)) return rc;
+  if (const int rc = settle(w)) return rc;
   return real_methods(w).xFileSize(w.real, size);
 }
 int shim_file_control(sqlite3_file* f, int op, void* arg) {
   ShimFile& w = shim(f);
-  if (const int rc = flush(w)) return rc;
+  if (const int rc = settle(w)) return rc;
   return real_methods(w).xFileControl(w.real, op, arg);
 }
 int shim_close(sqlite3_file* f) {
   ShimFile& w = shim(f);
-  const int flushed = flush(w);
+  const int flushed = settle(w);
   const int rc = real_methods(w).xClose(w.real);
   if (w.is_wal && w.db) w.db->wal = nullptr;
   if (w.wal) w.wal->db = nullptr;
@@ -179,7 +205,9 @@ int shim_shm_map(sqlite3_file* f, int region, int size, int extend, void volatil
 // wal.c walIndexWriteHdr: the WAL-index header is published around this
 // barrier; nothing it covers may still be buffered.
 void shim_shm_barrier(sqlite3_file* f) {
-  if (ShimFile& d = shim(f); d.wal) flush(*d.wal);
+  if (ShimFile& d = shim(f); d.wal) {
+    if (const int rc = flush(*d.wal)) d.wal->deferred_rc = rc;
+  }
   real_methods(shim(f)).xShmBarrier(shim(f).real);
 }
 int shim_shm_unmap(sqlite3_file* f, int remove) { return real_methods(shim(f)).xShmUnmap(shim(f).real, remove); }

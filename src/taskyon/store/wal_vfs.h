@@ -9,7 +9,10 @@
 // and writes it out:
 //   * once the commit frame has been written whole: the frame whose header
 //     holds a non-zero "database size after commit" (WAL format,
-//     https://sqlite.org/fileformat2.html §4.1). SQLite publishes a commit in
+//     https://sqlite.org/fileformat2.html §4.1), its page being the write
+//     that starts right after that header (a header rewritten in place, with
+//     no page after it, marks nothing for a later write: a third review found
+//     the next one-page commit left buffered). SQLite publishes a commit in
 //     the WAL index only after that, so no connection, in this process or
 //     another, ever finds a committed frame that is not in the file, and a
 //     commit that returned is in the OS's hands as before (a process that
@@ -28,7 +31,8 @@
 // commit around a barrier) the buffer is written first. So frames SQLite
 // wrote early (a spill) for a transaction it then rolled back never outlive
 // the write lock, to land over another connection's, and nothing published
-// is still buffered.
+// is still buffered. A write of the buffer that fails at a barrier, where
+// SQLite cannot be told, fails the WAL file's next call instead.
 // sql::Database also opens every connection with PRAGMA cache_spill = OFF, so
 // frames are written only at a commit (a second layer; tested without it).
 // Journals and temporary files are the default VFS's own, untouched; the
