@@ -9,11 +9,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <filesystem>
 #include <optional>
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <memory>
 #include <string>
 
 #include <fmt/format.h>
@@ -371,6 +373,62 @@ TEST(StoreWalWrites, AOnePageCommitAfterAChecksumRewriteIsInTheFileWhenCommitRet
   EXPECT_EQ(count(db, "SELECT count(*) FROM t"), 300);
   EXPECT_EQ(count(db, "SELECT count(*) FROM s WHERE v = 'new'"), 1) << "the acknowledged one-page commit was lost";
   EXPECT_EQ(integrity(db), "ok");
+}
+
+// The WAL index is published around a barrier, where SQLite takes no error: a
+// write of the buffer that fails there fails the WAL file's next call instead.
+// Driven through the VFS's own methods on real files (a frame buffered, the
+// default VFS's pwrite made to fail for the barrier, then a sync of the log),
+// since no path of SQLite's leaves anything buffered at a barrier.
+int failing_pwrite(int, const void*, std::size_t, off_t) {
+  errno = EIO;
+  return -1;
+}
+
+struct VfsFile {
+  explicit VfsFile(sqlite3_vfs* vfs)
+      : memory(std::make_unique<std::max_align_t[]>(static_cast<std::size_t>(vfs->szOsFile) / sizeof(std::max_align_t) + 1)) {}
+  sqlite3_file* get() { return reinterpret_cast<sqlite3_file*>(memory.get()); }
+  std::unique_ptr<std::max_align_t[]> memory;
+};
+
+TEST(StoreWalWrites, AWriteThatFailsAtABarrierFailsTheLogsNextCall) {
+  testing::TempDir dir;
+  const std::string path = (dir / "w.db").string();
+  sqlite3_vfs* const shim = sqlite3_vfs_find(wal_gathering_vfs());
+  sqlite3_vfs* const real = sqlite3_vfs_find(nullptr);
+  ASSERT_NE(shim, nullptr);
+  ASSERT_NE(shim, real);
+  const sqlite3_filename name =
+      sqlite3_create_filename(path.c_str(), (path + "-journal").c_str(), (path + "-wal").c_str(), 0, nullptr);
+  ASSERT_NE(name, nullptr);
+  VfsFile db(shim), wal(shim);
+  int out = 0;
+  ASSERT_EQ(shim->xOpen(shim, name, db.get(), SQLITE_OPEN_MAIN_DB | SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, &out),
+            SQLITE_OK);
+  ASSERT_EQ(shim->xOpen(shim, sqlite3_filename_wal(name), wal.get(),
+                        SQLITE_OPEN_WAL | SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, &out),
+            SQLITE_OK);
+  // A frame that is not a commit's: its header ("database size after commit" 0), then its page.
+  const std::string header(24, '\0'), page(4096, 'p');
+  const std::uint64_t before = wal_file_writes();
+  ASSERT_EQ(wal.get()->pMethods->xWrite(wal.get(), header.data(), 24, 32), SQLITE_OK);
+  ASSERT_EQ(wal.get()->pMethods->xWrite(wal.get(), page.data(), 4096, 56), SQLITE_OK);
+  EXPECT_EQ(wal_file_writes(), before) << "a frame that is not a commit's was written at once";
+  const auto failing = reinterpret_cast<sqlite3_syscall_ptr>(&failing_pwrite);
+  const bool pwrite = real->xSetSystemCall(real, "pwrite", failing) == SQLITE_OK;
+  const bool pwrite64 = real->xSetSystemCall(real, "pwrite64", failing) == SQLITE_OK;
+  ASSERT_TRUE(pwrite || pwrite64);
+  db.get()->pMethods->xShmBarrier(db.get());  // the buffer's write fails here
+  if (pwrite) real->xSetSystemCall(real, "pwrite", nullptr);
+  if (pwrite64) real->xSetSystemCall(real, "pwrite64", nullptr);
+  EXPECT_EQ(wal_file_writes(), before + 1);
+  EXPECT_NE(wal.get()->pMethods->xSync(wal.get(), SQLITE_SYNC_NORMAL), SQLITE_OK)
+      << "the failed write at the barrier was never reported";
+  EXPECT_EQ(wal.get()->pMethods->xSync(wal.get(), SQLITE_SYNC_NORMAL), SQLITE_OK) << "reported once";
+  wal.get()->pMethods->xClose(wal.get());
+  db.get()->pMethods->xClose(db.get());
+  sqlite3_free_filename(name);
 }
 
 // One commit larger than the buffer goes in pieces; another connection reads
