@@ -380,7 +380,7 @@ TEST(StoreWalWrites, AOnePageCommitAfterAChecksumRewriteIsInTheFileWhenCommitRet
 // Driven through the VFS's own methods on real files (a frame buffered, the
 // default VFS's pwrite made to fail for the barrier, then a sync of the log),
 // since no path of SQLite's leaves anything buffered at a barrier.
-int failing_pwrite(int, const void*, std::size_t, off_t) {
+ssize_t failing_pwrite(int, const void*, std::size_t, off_t) {  // pwrite(2)'s shape
   errno = EIO;
   return -1;
 }
