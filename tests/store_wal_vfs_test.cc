@@ -375,11 +375,12 @@ TEST(StoreWalWrites, AOnePageCommitAfterAChecksumRewriteIsInTheFileWhenCommitRet
   EXPECT_EQ(integrity(db), "ok");
 }
 
-// The WAL index is published around a barrier, where SQLite takes no error: a
-// write of the buffer that fails there fails the WAL file's next call instead.
-// Driven through the VFS's own methods on real files (a frame buffered, the
-// default VFS's pwrite made to fail for the barrier, then a sync of the log),
-// since no path of SQLite's leaves anything buffered at a barrier.
+// At a lock change of the WAL index and at a barrier (the index is published
+// around one) SQLite takes no error: a write of the buffer that fails there
+// fails the WAL file's next call instead. Driven through the VFS's own
+// methods on real files (a frame buffered, the default VFS's pwrite made to
+// fail for the lock call or the barrier, then a sync of the log), since no
+// path of SQLite's leaves a commit buffered at either.
 ssize_t failing_pwrite(int, const void*, std::size_t, off_t) {  // pwrite(2)'s shape
   errno = EIO;
   return -1;
@@ -392,43 +393,54 @@ struct VfsFile {
   std::unique_ptr<std::max_align_t[]> memory;
 };
 
-TEST(StoreWalWrites, AWriteThatFailsAtABarrierFailsTheLogsNextCall) {
-  testing::TempDir dir;
-  const std::string path = (dir / "w.db").string();
+TEST(StoreWalWrites, AWriteThatFailsWhereSqliteTakesNoErrorFailsTheLogsNextCall) {
   sqlite3_vfs* const shim = sqlite3_vfs_find(wal_gathering_vfs());
   sqlite3_vfs* const real = sqlite3_vfs_find(nullptr);
   ASSERT_NE(shim, nullptr);
   ASSERT_NE(shim, real);
-  const sqlite3_filename name =
-      sqlite3_create_filename(path.c_str(), (path + "-journal").c_str(), (path + "-wal").c_str(), 0, nullptr);
-  ASSERT_NE(name, nullptr);
-  VfsFile db(shim), wal(shim);
-  int out = 0;
-  ASSERT_EQ(shim->xOpen(shim, name, db.get(), SQLITE_OPEN_MAIN_DB | SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, &out),
-            SQLITE_OK);
-  ASSERT_EQ(shim->xOpen(shim, sqlite3_filename_wal(name), wal.get(),
-                        SQLITE_OPEN_WAL | SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, &out),
-            SQLITE_OK);
-  // A frame that is not a commit's: its header ("database size after commit" 0), then its page.
-  const std::string header(24, '\0'), page(4096, 'p');
-  const std::uint64_t before = wal_file_writes();
-  ASSERT_EQ(wal.get()->pMethods->xWrite(wal.get(), header.data(), 24, 32), SQLITE_OK);
-  ASSERT_EQ(wal.get()->pMethods->xWrite(wal.get(), page.data(), 4096, 56), SQLITE_OK);
-  EXPECT_EQ(wal_file_writes(), before) << "a frame that is not a commit's was written at once";
-  const auto failing = reinterpret_cast<sqlite3_syscall_ptr>(&failing_pwrite);
-  const bool pwrite = real->xSetSystemCall(real, "pwrite", failing) == SQLITE_OK;
-  const bool pwrite64 = real->xSetSystemCall(real, "pwrite64", failing) == SQLITE_OK;
-  ASSERT_TRUE(pwrite || pwrite64);
-  db.get()->pMethods->xShmBarrier(db.get());  // the buffer's write fails here
-  if (pwrite) real->xSetSystemCall(real, "pwrite", nullptr);
-  if (pwrite64) real->xSetSystemCall(real, "pwrite64", nullptr);
-  EXPECT_EQ(wal_file_writes(), before + 1);
-  EXPECT_NE(wal.get()->pMethods->xSync(wal.get(), SQLITE_SYNC_NORMAL), SQLITE_OK)
-      << "the failed write at the barrier was never reported";
-  EXPECT_EQ(wal.get()->pMethods->xSync(wal.get(), SQLITE_SYNC_NORMAL), SQLITE_OK) << "reported once";
-  wal.get()->pMethods->xClose(wal.get());
-  db.get()->pMethods->xClose(db.get());
-  sqlite3_free_filename(name);
+  for (const bool at_lock : {false, true}) {
+    SCOPED_TRACE(at_lock ? "a lock change of the WAL index" : "a barrier");
+    testing::TempDir dir;
+    const std::string path = (dir / "w.db").string();
+    const sqlite3_filename name =
+        sqlite3_create_filename(path.c_str(), (path + "-journal").c_str(), (path + "-wal").c_str(), 0, nullptr);
+    ASSERT_NE(name, nullptr);
+    VfsFile db(shim), wal(shim);
+    int out = 0;
+    ASSERT_EQ(shim->xOpen(shim, name, db.get(), SQLITE_OPEN_MAIN_DB | SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, &out),
+              SQLITE_OK);
+    ASSERT_EQ(shim->xOpen(shim, sqlite3_filename_wal(name), wal.get(),
+                          SQLITE_OPEN_WAL | SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, &out),
+              SQLITE_OK);
+    void volatile* index = nullptr;
+    ASSERT_EQ(db.get()->pMethods->xShmMap(db.get(), 0, 32768, 1, &index), SQLITE_OK);
+    // A frame that is not a commit's: its header ("database size after commit" 0), then its page.
+    const std::string header(24, '\0'), page(4096, 'p');
+    const std::uint64_t before = wal_file_writes();
+    ASSERT_EQ(wal.get()->pMethods->xWrite(wal.get(), header.data(), 24, 32), SQLITE_OK);
+    ASSERT_EQ(wal.get()->pMethods->xWrite(wal.get(), page.data(), 4096, 56), SQLITE_OK);
+    EXPECT_EQ(wal_file_writes(), before) << "a frame that is not a commit's was written at once";
+    const auto failing = reinterpret_cast<sqlite3_syscall_ptr>(&failing_pwrite);
+    const bool pwrite = real->xSetSystemCall(real, "pwrite", failing) == SQLITE_OK;
+    const bool pwrite64 = real->xSetSystemCall(real, "pwrite64", failing) == SQLITE_OK;
+    if (at_lock) {  // the buffer's write fails here, and the lock is taken and given back
+      EXPECT_EQ(db.get()->pMethods->xShmLock(db.get(), 3, 1, SQLITE_SHM_LOCK | SQLITE_SHM_SHARED), SQLITE_OK);
+      EXPECT_EQ(db.get()->pMethods->xShmLock(db.get(), 3, 1, SQLITE_SHM_UNLOCK | SQLITE_SHM_SHARED), SQLITE_OK);
+    } else {
+      db.get()->pMethods->xShmBarrier(db.get());
+    }
+    if (pwrite) real->xSetSystemCall(real, "pwrite", nullptr);
+    if (pwrite64) real->xSetSystemCall(real, "pwrite64", nullptr);
+    EXPECT_TRUE(pwrite || pwrite64);
+    EXPECT_EQ(wal_file_writes(), before + 1);
+    EXPECT_NE(wal.get()->pMethods->xSync(wal.get(), SQLITE_SYNC_NORMAL), SQLITE_OK)
+        << "the failed write was never reported";
+    EXPECT_EQ(wal.get()->pMethods->xSync(wal.get(), SQLITE_SYNC_NORMAL), SQLITE_OK) << "reported once";
+    wal.get()->pMethods->xClose(wal.get());
+    db.get()->pMethods->xShmUnmap(db.get(), 1);
+    db.get()->pMethods->xClose(db.get());
+    sqlite3_free_filename(name);
+  }
 }
 
 // One commit larger than the buffer goes in pieces; another connection reads

@@ -38,7 +38,7 @@ struct ShimFile {
   // the commit: a header rewritten in place (walRewriteChecksums) has no page
   // after it, and the next write is then another transaction's.
   sqlite3_int64 commit_page_at = -1;
-  int deferred_rc = SQLITE_OK;  // a failed write of the buffer where SQLite could not be told (the barrier)
+  int deferred_rc = SQLITE_OK;  // a failed write of the buffer where SQLite could not be told (flush_untold)
   bool gather = true;           // false: every write goes straight through
   sqlite3_int64 last_read = -1;  // where the last call, a read, read from
 };
@@ -79,8 +79,13 @@ void note_commit_header(ShimFile& w, const void* data, int n, sqlite3_int64 offs
   if (w.gather && is_commit_frame_header(data, n, offset)) w.commit_page_at = offset + kFrameHeaderBytes;
 }
 
-// A write of the buffer that failed where SQLite could not be told: the next
-// call on the WAL file that can fail says so.
+// Writes a WAL file's buffer where SQLite takes no error (a lock change of
+// the WAL index, a barrier): a failure fails the file's next call instead.
+void flush_untold(ShimFile& w) {
+  if (const int rc = flush(w)) w.deferred_rc = rc;
+}
+
+// What flush_untold could not report, once, for the WAL file's next call.
 int take_deferred(ShimFile& w) {
   const int rc = w.deferred_rc;
   w.deferred_rc = SQLITE_OK;
@@ -183,9 +188,8 @@ int shim_close(sqlite3_file* f) {
 int shim_shm_lock(sqlite3_file* f, int offset, int n, int flags) {
   ShimFile& d = shim(f);
   // Any lock change, not only giving slot 0 back: leaving locking_mode=EXCLUSIVE
-  // takes a read lock and never unlocks slot 0. An error here is the rolled-back
-  // frames' only: they were never to be read.
-  if (d.wal) flush(*d.wal);
+  // takes a read lock and never unlocks slot 0.
+  if (d.wal) flush_untold(*d.wal);
   return real_methods(d).xShmLock(d.real, offset, n, flags);
 }
 
@@ -205,9 +209,7 @@ int shim_shm_map(sqlite3_file* f, int region, int size, int extend, void volatil
 // wal.c walIndexWriteHdr: the WAL-index header is published around this
 // barrier; nothing it covers may still be buffered.
 void shim_shm_barrier(sqlite3_file* f) {
-  if (ShimFile& d = shim(f); d.wal) {
-    if (const int rc = flush(*d.wal)) d.wal->deferred_rc = rc;
-  }
+  if (ShimFile& d = shim(f); d.wal) flush_untold(*d.wal);
   real_methods(shim(f)).xShmBarrier(shim(f).real);
 }
 int shim_shm_unmap(sqlite3_file* f, int remove) { return real_methods(shim(f)).xShmUnmap(shim(f).real, remove); }

@@ -31,8 +31,8 @@
 // commit around a barrier) the buffer is written first. So frames SQLite
 // wrote early (a spill) for a transaction it then rolled back never outlive
 // the write lock, to land over another connection's, and nothing published
-// is still buffered. A write of the buffer that fails at a barrier, where
-// SQLite cannot be told, fails the WAL file's next call instead.
+// is still buffered. A write of the buffer that fails at a lock change or a
+// barrier, where SQLite takes no error, fails the WAL file's next call instead.
 // sql::Database also opens every connection with PRAGMA cache_spill = OFF, so
 // frames are written only at a commit (a second layer; tested without it).
 // Journals and temporary files are the default VFS's own, untouched; the
